@@ -1,0 +1,29 @@
+"""The course's lab bench: everything the days share.
+
+Importing ``course`` decides, once, whether kernels run on a CUDA GPU or in Numba's simulator, and
+does so before numba is imported (numba reads the choice at import). Import it before numba:
+
+    from course import cuda          # numba.cuda, on the GPU or the simulator
+    from course import DEVICE        # where we run; DEVICE.describe() for a one-line banner
+
+One concern a module:
+    device     GPU or simulator                 simulator  warp intrinsics and teaching checks
+    days       find and load a day              launch     validate inputs, move arrays, grid sizes
+    checking   compare with the reference       bench      time versions on a GPU
+    compiler   PTX and resource reports         cli        python -m course ...
+"""
+
+from course.device import Device, choose
+
+DEVICE: Device = choose()
+
+from numba import cuda  # noqa: E402  (must follow the choice above)
+
+if not DEVICE.is_gpu:
+    from course import simulator as _simulator  # noqa: E402
+
+    _simulator.install()
+
+ON_GPU: bool = DEVICE.is_gpu
+
+__all__ = ["DEVICE", "ON_GPU", "cuda"]
