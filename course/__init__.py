@@ -19,7 +19,11 @@ DEVICE: Device = choose()
 
 from numba import cuda  # noqa: E402  (must follow the choice above)
 
-if not DEVICE.is_gpu:
+if DEVICE.is_gpu:
+    from course import gpu_memory as _gpu_memory  # noqa: E402
+
+    _gpu_memory.install()
+elif DEVICE.kind == "sim":
     from course import simulator as _simulator  # noqa: E402
 
     _simulator.install()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Device:
-    kind: str  # "gpu" or "sim"
+    kind: str  # "gpu", "sim", or "compile" (real numba.cuda compiler, no launches: course.compiler's worker)
     name: str  # "NVIDIA H200" or "Numba CUDA simulator"
     compute_capability: tuple[int, int] | None
     reason: str  # why this choice was made
@@ -70,9 +70,11 @@ def _probe_driver() -> tuple[str, tuple[int, int]] | str:
 def choose() -> Device:
     """Decide GPU or simulator and set NUMBA_ENABLE_CUDASIM accordingly. Idempotent."""
     forced = os.environ.get("COURSE_DEVICE", "").strip().lower()
-    if forced not in ("", "gpu", "sim"):
+    if forced not in ("", "gpu", "sim", "compile"):
         raise SystemExit(f"COURSE_DEVICE must be 'gpu' or 'sim', got {forced!r}")
-    if forced == "sim":
+    if forced == "compile":
+        device = Device("compile", "PTX compiler (no launches)", (9, 0), "COURSE_DEVICE=compile")
+    elif forced == "sim":
         device = Device("sim", "Numba CUDA simulator", None, "COURSE_DEVICE=sim")
     else:
         probe = _probe_driver()
@@ -84,7 +86,7 @@ def choose() -> Device:
             name, cc = probe
             device = Device("gpu", name, cc, "COURSE_DEVICE=gpu" if forced else "driver probe")
     want = "1" if device.kind == "sim" else "0"
-    if "numba" in sys.modules and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") != want:
+    if "numba.core.config" in sys.modules and os.environ.get("NUMBA_ENABLE_CUDASIM", "0") != want:
         raise RuntimeError(
             "numba was imported before course decided between GPU and simulator; "
             "import course first (tests/conftest.py, the CLI and the notebooks do)"

@@ -1,0 +1,98 @@
+"""Compare a kernel's output with the reference: dtype-aware tolerances and readable failures.
+
+Rules: the shape and dtype must match; NaN where the reference has a number never passes (outputs
+are poisoned with NaN, so NaN usually means "never written"); an all-zero output never passes when
+the reference is not all zero; otherwise each element must be within a relative tolerance of the
+reference, measured against the element (or, for elements near zero, against the output's scale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Relative tolerance by result dtype: float32 sums of a few thousand terms land well under 1e-4.
+RTOL = {"float16": 2e-2, "bfloat16": 2e-2, "float32": 1e-4, "float64": 1e-9}
+
+
+class MismatchError(AssertionError):
+    """The output differs from the reference; the message says where and by how much."""
+
+
+@dataclass
+class Report:
+    ok: bool
+    text: str
+    max_rel_error: float
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def to_host(a) -> np.ndarray:
+    """A NumPy copy of a NumPy, Numba device or CuPy array."""
+    if isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "copy_to_host"):
+        return a.copy_to_host()
+    if hasattr(a, "get"):
+        return a.get()
+    return np.asarray(a)
+
+
+def default_rtol(dtype) -> float:
+    dtype = np.dtype(dtype)
+    return RTOL.get(dtype.name, 0.0)
+
+
+def compare(got, expected, *, rtol: float | None = None, name: str = "output", show: int = 5) -> Report:
+    got, expected = to_host(got), np.asarray(expected)
+    if got.shape != expected.shape:
+        return Report(False, f"{name}: expected shape {expected.shape}, got {got.shape}", np.inf)
+    if got.dtype != expected.dtype:
+        return Report(False, f"{name}: expected dtype {expected.dtype}, got {got.dtype}", np.inf)
+    if got.size == 0:
+        return Report(True, f"{name}: empty, matches", 0.0)
+    rtol = default_rtol(expected.dtype) if rtol is None else rtol
+    g = got.astype(np.float64)
+    e = expected.astype(np.float64)
+
+    nan_bad = np.isnan(g) & ~np.isnan(e)
+    if nan_bad.any():
+        idx = np.argwhere(nan_bad)[:show]
+        where = ", ".join(str(tuple(int(v) for v in i)) for i in idx)
+        return Report(False, f"{name}: {int(nan_bad.sum())} of {got.size} elements are NaN where the reference "
+                             f"has a number (outputs start poisoned with NaN: never written?), first at {where}",
+                      np.inf)
+    if not np.any(g) and np.any(e):
+        return Report(False, f"{name}: every element is zero but the reference is not "
+                             "(did the kernel write anything?)", np.inf)
+
+    scale = np.max(np.abs(e[np.isfinite(e)])) if np.isfinite(e).any() else 1.0
+    floor = max(scale * 1e-3, np.finfo(np.float64).tiny) if rtol else 1.0
+    diff = np.abs(g - e)
+    diff[np.isnan(g) & np.isnan(e)] = 0.0
+    same_inf = np.isinf(e) & (g == e)
+    diff[same_inf] = 0.0
+    rel = diff / np.maximum(np.abs(e), floor)
+    rel[same_inf] = 0.0
+    bad = rel > rtol if rtol else diff != 0
+    max_rel = float(np.nanmax(rel)) if rel.size else 0.0
+    if not bad.any():
+        return Report(True, f"{name}: matches (max relative error {max_rel:.2e}, tolerance {rtol:.0e})", max_rel)
+    idx = np.argwhere(bad)[:show]
+    lines = [f"{name}: {int(bad.sum())} of {got.size} elements differ "
+             f"(max relative error {max_rel:.3e}, tolerance {rtol:.0e})"]
+    for i in idx:
+        t = tuple(int(v) for v in i)
+        key = t[0] if len(t) == 1 else t
+        lines.append(f"  at {key}: expected {expected[t]!r}, got {got[t]!r}")
+    return Report(False, "\n".join(lines), max_rel)
+
+
+def assert_matches(got, expected, *, rtol: float | None = None, name: str = "output") -> None:
+    """Raise :class:`MismatchError` with a readable report unless ``got`` matches ``expected``."""
+    report = compare(got, expected, rtol=rtol, name=name)
+    if not report.ok:
+        raise MismatchError(report.text)

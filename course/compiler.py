@@ -1,0 +1,196 @@
+"""What the compiler did with a kernel: PTX, registers, shared and local memory, memory-space instructions.
+
+Works without a GPU. ``numba.cuda.compile_ptx(..., cc=(9, 0))`` needs no device, and nvJitLink
+(``-arch=sm_90 -verbose``) assembles the PTX in-process and reports what ptxas decided: registers per
+thread, shared memory, the stack frame (local memory) and spill bytes.
+
+A day lists its kernels with their signatures so they can be compiled ahead of any launch:
+
+    KERNELS = {"naive": (add_kernel, "void(float32[::1], float32[::1], float32[::1])"), ...}
+
+In the simulator, ``cuda.jit`` returns the simulator's stand-in, which cannot be compiled, so the
+reports come from a short-lived worker process that imports the day's file with the real numba.cuda
+(``COURSE_DEVICE=compile``); results are cached per file and modification time.
+
+Global loads show up as generic ``ld.f32`` in Numba's PTX (not ``ld.global``), so tests assert on
+shared, constant, local, shuffle, barrier and atomic instructions, which are always explicit.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from course import DEVICE
+
+# PTX instruction families we count; each pattern matches at the start of an instruction.
+PATTERNS = {
+    "ld.shared": r"ld\.shared\b",
+    "st.shared": r"st\.shared\b",
+    "ld.const": r"ld\.const\b",
+    "ld.local": r"ld\.local\b",
+    "st.local": r"st\.local\b",
+    "ld.global": r"ld\.global\b",
+    "ld (generic)": r"ld\.(?!shared|const|local|global|param)",
+    "st (generic)": r"st\.(?!shared|local|global|param)",
+    "shfl.sync": r"shfl\.sync\b",
+    "bar.sync": r"(?:bar\.sync|barrier\.sync|bar\.warp\.sync)\b",
+    "atom": r"(?:atom|red)\.",
+    "vector ld/st": r"(?:ld|st)\.\w+(?:\.\w+)*\.v[248]\b",
+}
+
+
+class CompileError(RuntimeError):
+    """A kernel failed to compile; the message carries the compiler's words."""
+
+
+@dataclass
+class KernelReport:
+    name: str
+    registers: int = 0
+    shared_bytes: int = 0
+    stack_bytes: int = 0  # local memory per thread: the stack frame
+    spill_stores: int = 0
+    spill_loads: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    ptx: str = ""
+
+    def count(self, family: str) -> int:
+        return self.counts.get(family, 0)
+
+    @property
+    def uses_local_memory(self) -> bool:
+        return self.stack_bytes > 0 or self.count("ld.local") + self.count("st.local") > 0
+
+
+def count_instructions(ptx: str) -> dict[str, int]:
+    lines = [ln.strip() for ln in ptx.splitlines()]
+    body = [ln.split("//")[0] for ln in lines if ln and not ln.startswith(("//", "."))]
+    counts = {}
+    for family, pattern in PATTERNS.items():
+        rx = re.compile(r"^(?:@!?%\w+\s+)?" + pattern)
+        counts[family] = sum(1 for ln in body if rx.match(ln))
+    return counts
+
+
+def ptxas_report(ptx: str, arch: str = "sm_90") -> dict[str, int]:
+    """Assemble PTX with nvJitLink and parse its verbose log (registers, smem, stack, spills)."""
+    from cuda.bindings import nvjitlink
+
+    options = [f"-arch={arch}", "-verbose"]
+    handle = nvjitlink.create(len(options), options)
+    data = ptx.encode()
+    try:
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel")
+        nvjitlink.complete(handle)
+    except nvjitlink.nvJitLinkError as exc:
+        size = nvjitlink.get_error_log_size(handle)
+        log = bytearray(size)
+        nvjitlink.get_error_log(handle, log)
+        raise CompileError(f"nvJitLink: {exc}: {log.decode(errors='replace')}") from None
+    finally:
+        pass
+    size = nvjitlink.get_info_log_size(handle)
+    log = bytearray(size)
+    nvjitlink.get_info_log(handle, log)
+    nvjitlink.destroy(handle)
+    text = log.decode(errors="replace")
+
+    def grab(pattern: str) -> int:
+        m = re.search(pattern, text)
+        return int(m.group(1)) if m else 0
+
+    return {
+        "registers": grab(r"Used (\d+) registers"),
+        "shared_bytes": grab(r"(\d+) bytes smem"),
+        "stack_bytes": grab(r"(\d+) bytes stack frame"),
+        "spill_stores": grab(r"(\d+) bytes spill stores"),
+        "spill_loads": grab(r"(\d+) bytes spill loads"),
+    }
+
+
+def _allow_device_functions_without_gpu() -> None:
+    """numba-cuda compiles a called device function for the *current* device's compute capability,
+    which fails with no GPU. In the compile-only worker, answer cc 9.0 (what we target anyway)."""
+    import types
+
+    import numba.cuda.dispatcher as dispatcher
+
+    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+
+
+def _compile_module_kernels(path: Path) -> dict[str, dict]:
+    """In a process with the real numba.cuda: compile every kernel of the file at ``path``."""
+    from numba import cuda
+
+    if not DEVICE.is_gpu:
+        _allow_device_functions_without_gpu()
+    name = f"_inspect_{path.stem}_{abs(hash(str(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    kernels = getattr(module, "KERNELS", {})
+    out = {}
+    for label, (kernel, signature) in kernels.items():
+        py_func = getattr(kernel, "py_func", kernel)
+        options = getattr(kernel, "targetoptions", {}) or {}
+        try:
+            ptx, _ = cuda.compile_ptx(py_func, signature, cc=(9, 0), fastmath=bool(options.get("fastmath")))
+        except Exception as exc:  # the compiler's own message is what the learner needs
+            out[label] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        report = KernelReport(label, counts=count_instructions(ptx), ptx=ptx, **ptxas_report(ptx))
+        out[label] = asdict(report)
+    return out
+
+
+_cache: dict[tuple[str, float], dict[str, dict]] = {}
+
+
+def _raw_reports(path: Path) -> dict[str, dict]:
+    path = Path(path).resolve()
+    key = (str(path), path.stat().st_mtime)
+    if key in _cache:
+        return _cache[key]
+    if DEVICE.kind in ("gpu", "compile"):
+        raw = _compile_module_kernels(path)
+    else:
+        env = dict(os.environ, COURSE_DEVICE="compile", NUMBA_ENABLE_CUDASIM="0")
+        root = Path(__file__).resolve().parent.parent
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+        proc = subprocess.run([sys.executable, "-m", "course.compiler", str(path)], capture_output=True,
+                              text=True, env=env, cwd=root)
+        if proc.returncode != 0:
+            raise CompileError(f"compiling the kernels of {path.name} failed:\n{proc.stderr.strip()[-3000:]}")
+        raw = json.loads(proc.stdout.strip().splitlines()[-1])
+    _cache[key] = raw
+    return raw
+
+
+def reports(module_or_path) -> dict[str, KernelReport]:
+    """Reports for every kernel in a day's ``KERNELS``, keyed by label. Raises CompileError on failure."""
+    path = Path(getattr(module_or_path, "__file__", module_or_path))
+    out = {}
+    for label, raw in _raw_reports(path).items():
+        if "error" in raw:
+            raise CompileError(f"{path.name}: kernel {label!r} does not compile: {raw['error']}")
+        out[label] = KernelReport(**raw)
+    return out
+
+
+def report(module_or_path, label: str) -> KernelReport:
+    found = reports(module_or_path)
+    if label not in found:
+        raise KeyError(f"no kernel {label!r} in KERNELS; there are: {', '.join(found)}")
+    return found[label]
+
+
+if __name__ == "__main__":
+    print(json.dumps(_compile_module_kernels(Path(sys.argv[1]))))

@@ -1,0 +1,142 @@
+"""Find the days and load their code: the reference solution or the learner's exercise.
+
+A day is named by its slug ``dayNN_topic``; the same slug names its folder in days/, its lesson,
+solution, notebook and test. ``COURSE_TARGET=exercise|solution`` picks what tests and notebooks
+grade (``make test`` grades solutions, ``make check`` the learner's exercise). Tests always take
+``reference`` and ``make_inputs`` from the solution.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+SLUG = re.compile(r"^day(\d{2})_[a-z0-9_]+$")
+TARGETS = ("solution", "exercise")
+
+
+class UnknownDay(LookupError):
+    """No such day; the message lists the days that exist."""
+
+
+@dataclass(frozen=True)
+class DayInfo:
+    number: int
+    slug: str
+    title: str
+    memory_space: str
+
+    @property
+    def solution_path(self) -> Path:
+        return ROOT / "solutions" / f"{self.slug}.py"
+
+    @property
+    def exercise_path(self) -> Path:
+        return ROOT / "days" / self.slug / "exercise.py"
+
+    @property
+    def test_path(self) -> Path:
+        return ROOT / "tests" / f"test_{self.slug}.py"
+
+    @property
+    def notebook_path(self) -> Path:
+        return ROOT / "notebooks" / f"{self.slug}.ipynb"
+
+    @property
+    def lesson_path(self) -> Path:
+        return ROOT / "lessons" / f"{self.slug}.md"
+
+    @property
+    def complete(self) -> bool:
+        paths = (self.solution_path, self.exercise_path, self.test_path, self.notebook_path,
+                 self.lesson_path, self.exercise_path.parent / "README.md")
+        return all(p.exists() for p in paths)
+
+
+def _constants(path: Path) -> dict[str, object]:
+    """Module-level string constants of a file, read without importing it (no numba, no GPU)."""
+    found = {}
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError):
+        return found
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                found[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return found
+
+
+def all_days() -> list[DayInfo]:
+    """Every day with a solution, in order."""
+    days = []
+    for path in sorted((ROOT / "solutions").glob("day[0-9][0-9]_*.py")):
+        m = SLUG.match(path.stem)
+        if not m:
+            continue
+        consts = _constants(path)
+        days.append(DayInfo(int(m.group(1)), path.stem, str(consts.get("TITLE", path.stem)),
+                            str(consts.get("MEMORY_SPACE", "?"))))
+    return days
+
+
+def find(day: int | str) -> DayInfo:
+    """A day by number (6, "6", "06") or slug ("day06_conv1d"); :class:`UnknownDay` otherwise."""
+    days = all_days()
+    key = str(day).strip()
+    for d in days:
+        if key == d.slug or (key.isdigit() and int(key) == d.number):
+            return d
+    existing = ", ".join(str(d.number) for d in days) or "none yet"
+    what = f"day {key}" if key.isdigit() else repr(key)
+    raise UnknownDay(f"no {what}: days that exist: {existing}")
+
+
+def load_solution(day: int | str) -> ModuleType:
+    info = find(day)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module(f"solutions.{info.slug}")
+
+
+def load_exercise(day: int | str) -> ModuleType:
+    info = find(day)
+    name = f"exercise_{info.slug}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, info.exercise_path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def target() -> str:
+    value = os.environ.get("COURSE_TARGET", "solution").strip().lower()
+    if value not in TARGETS:
+        raise ValueError(f"COURSE_TARGET must be one of {TARGETS}, got {value!r}")
+    return value
+
+
+def load_target(day: int | str) -> ModuleType:
+    """The module under test: the solution, or the learner's exercise under COURSE_TARGET=exercise."""
+    return load_exercise(day) if target() == "exercise" else load_solution(day)
+
+
+def versions(module: ModuleType) -> tuple[str, ...]:
+    """The host functions a day times and grades, in order (naive first)."""
+    return tuple(getattr(module, "VERSIONS", ("naive", "optimized")))

@@ -1,0 +1,147 @@
+"""What every host function does around its kernel: validate inputs, move arrays, size the grid.
+
+A day's host function accepts NumPy arrays (copied to the device, result copied back) or device
+arrays (Numba device arrays, or anything with ``__cuda_array_interface__`` such as CuPy arrays: the
+result stays on the device, which is how ``bench`` times kernels without PCIe transfers).
+
+Outputs come from :func:`empty`, which fills them with poison (NaN, or a sentinel for integers)
+unless poisoning is switched off, so an element a kernel forgot to write can never look right.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from course import ON_GPU, cuda
+
+_poison = True
+
+
+def is_device_array(a) -> bool:
+    return cuda.is_cuda_array(a) and not isinstance(a, np.ndarray)
+
+
+def _describe(a) -> str:
+    kind = "NumPy array" if isinstance(a, np.ndarray) else type(a).__name__
+    return f"{kind} of shape {tuple(a.shape)} and dtype {np.dtype(a.dtype).name}"
+
+
+def _is_c_contiguous(a) -> bool:
+    if isinstance(a, np.ndarray):
+        return a.flags.c_contiguous
+    if hasattr(a, "is_c_contiguous"):
+        return a.is_c_contiguous()
+    flags = getattr(a, "flags", None)
+    if flags is not None:
+        return bool(flags["C_CONTIGUOUS"] if isinstance(flags, dict) else flags.c_contiguous)
+    strides = a.__cuda_array_interface__.get("strides")
+    return strides is None
+
+
+def check_array(name: str, a, *, dtype=None, ndim: int | None = None, shape: tuple | None = None,
+                contiguous: bool = True) -> None:
+    """Raise ValueError, saying what was expected and what was given, unless ``a`` fits."""
+    if not (isinstance(a, np.ndarray) or is_device_array(a)):
+        raise ValueError(f"{name}: expected a NumPy or device array, got {type(a).__name__}")
+    if dtype is not None:
+        allowed = tuple(np.dtype(d) for d in (dtype if isinstance(dtype, (tuple, list)) else (dtype,)))
+        if np.dtype(a.dtype) not in allowed:
+            want = " or ".join(d.name for d in allowed)
+            raise ValueError(f"{name}: expected dtype {want}, got {_describe(a)}")
+    if ndim is not None and len(a.shape) != ndim:
+        raise ValueError(f"{name}: expected a {ndim}-D array, got {_describe(a)}")
+    if shape is not None:
+        if len(shape) != len(a.shape) or any(s is not None and s != g for s, g in zip(shape, a.shape)):
+            want = "(" + ", ".join("any" if s is None else str(s) for s in shape) + ")"
+            raise ValueError(f"{name}: expected shape {want}, got {_describe(a)}")
+    if contiguous and not _is_c_contiguous(a):
+        raise ValueError(f"{name}: expected a C-contiguous array, got a strided view ({_describe(a)}); "
+                         "pass np.ascontiguousarray(...)")
+
+
+def to_device(*arrays):
+    """Device views of the arguments (NumPy arrays are copied over). Returns a tuple."""
+    out = []
+    for a in arrays:
+        if isinstance(a, np.ndarray):
+            out.append(cuda.to_device(a))
+        elif cuda.is_cuda_array(a) and not hasattr(a, "copy_to_host"):
+            out.append(cuda.as_cuda_array(a))  # e.g. CuPy: zero-copy view
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def on_host(*arrays) -> bool:
+    """True when the caller passed NumPy arrays, so results go back as NumPy arrays."""
+    return any(isinstance(a, np.ndarray) for a in arrays)
+
+
+def result(out, *inputs):
+    """``out`` as the caller expects it: a NumPy copy when the inputs were NumPy arrays."""
+    return out.copy_to_host() if on_host(*inputs) else out
+
+
+def poison_value(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max - 0x5A  # unlikely to be a right answer
+    if dtype.kind == "b":
+        return True
+    raise ValueError(f"no poison value for dtype {dtype}")
+
+
+def poison(dev_array) -> None:
+    """Overwrite a device array with poison."""
+    value = poison_value(dev_array.dtype)
+    if ON_GPU:
+        try:
+            import cupy
+
+            cupy.asarray(dev_array).fill(value)
+            return
+        except ImportError:
+            pass
+    dev_array.copy_to_device(np.full(dev_array.shape, value, dtype=dev_array.dtype))
+
+
+def empty(shape, dtype):
+    """A device output array, poisoned unless :func:`no_poison` is in effect."""
+    out = cuda.device_array(shape, dtype=np.dtype(dtype))
+    if _poison and out.size:
+        poison(out)
+    return out
+
+
+@contextlib.contextmanager
+def no_poison() -> Iterator[None]:
+    """Skip poisoning outputs (benchmarks: the fill would be timed with the kernel)."""
+    global _poison
+    saved, _poison = _poison, False
+    try:
+        yield
+    finally:
+        _poison = saved
+
+
+def blocks(n: int, threads_per_block: int) -> int:
+    """Enough blocks of ``threads_per_block`` to give each of ``n`` items a thread (at least 1)."""
+    return max(1, math.ceil(n / threads_per_block))
+
+
+def sm_count() -> int:
+    """Streaming multiprocessors on the device (1 in the simulator: it runs one block at a time)."""
+    if not ON_GPU:
+        return 1
+    return cuda.get_current_device().MULTIPROCESSOR_COUNT
+
+
+def grid_stride_blocks(n: int, threads_per_block: int, blocks_per_sm: int = 8) -> int:
+    """A grid that fills the device once (a few blocks per SM), for grid-stride loops over ``n`` items."""
+    return max(1, min(blocks(n, threads_per_block), sm_count() * blocks_per_sm))
