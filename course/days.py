@@ -111,10 +111,23 @@ def load_solution(day: int | str) -> ModuleType:
 
 def load_exercise(day: int | str) -> ModuleType:
     info = find(day)
-    name = f"exercise_{info.slug}"
+    return _load_file(f"exercise_{info.slug}", info.exercise_path)
+
+
+def target() -> str:
+    """``solution``, ``exercise``, or the path of a module to grade instead (tests/wrong/ uses that)."""
+    value = os.environ.get("COURSE_TARGET", "solution").strip()
+    if value.lower() in TARGETS:
+        return value.lower()
+    if value.endswith(".py") and Path(value).exists():
+        return value
+    raise ValueError(f"COURSE_TARGET must be one of {TARGETS} or a .py file, got {value!r}")
+
+
+def _load_file(name: str, path: Path) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, info.exercise_path)
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -125,16 +138,15 @@ def load_exercise(day: int | str) -> ModuleType:
     return module
 
 
-def target() -> str:
-    value = os.environ.get("COURSE_TARGET", "solution").strip().lower()
-    if value not in TARGETS:
-        raise ValueError(f"COURSE_TARGET must be one of {TARGETS}, got {value!r}")
-    return value
-
-
 def load_target(day: int | str) -> ModuleType:
-    """The module under test: the solution, or the learner's exercise under COURSE_TARGET=exercise."""
-    return load_exercise(day) if target() == "exercise" else load_solution(day)
+    """The module under test: the solution, the learner's exercise, or a file (COURSE_TARGET)."""
+    which = target()
+    if which == "exercise":
+        return load_exercise(day)
+    if which == "solution":
+        return load_solution(day)
+    path = Path(which).resolve()
+    return _load_file(f"target_{path.stem}", path)
 
 
 def versions(module: ModuleType) -> tuple[str, ...]:

@@ -1,0 +1,83 @@
+"""Prove the graders are real: they fail the untouched exercises and the deliberately wrong kernels.
+
+1. For every day, run its grader with COURSE_TARGET=exercise: every test that runs must fail
+   (a test that passes on an untouched exercise cannot tell a right kernel from a stub).
+2. For every tests/wrong/dayNN_*.py, run day NN's grader against it: at least one test must fail.
+
+Exit status 1 if either proof fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import course  # noqa: E402,F401
+from course import days  # noqa: E402
+
+
+def run_grader(test_path: Path, target: str) -> dict[str, str]:
+    """Outcome per test id: passed / failed / skipped."""
+    with tempfile.TemporaryDirectory() as tmp:
+        xml = Path(tmp) / "report.xml"
+        env = dict(os.environ, COURSE_TARGET=target)
+        subprocess.run([sys.executable, "-m", "pytest", str(test_path), "-q", "-p", "no:cacheprovider",
+                        f"--junitxml={xml}", "-o", "junit_family=xunit2"], cwd=ROOT, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not xml.exists():
+            return {}
+        outcomes = {}
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            name = f"{case.get('classname')}::{case.get('name')}"
+            if case.find("failure") is not None or case.find("error") is not None:
+                outcomes[name] = "failed"
+            elif case.find("skipped") is not None:
+                outcomes[name] = "skipped"
+            else:
+                outcomes[name] = "passed"
+        return outcomes
+
+
+def main() -> int:
+    bad = 0
+    for info in days.all_days():
+        if not info.test_path.exists():
+            continue
+        outcomes = run_grader(info.test_path, "exercise")
+        ran = {k: v for k, v in outcomes.items() if v != "skipped"}
+        passed = sorted(k for k, v in ran.items() if v == "passed")
+        if not ran:
+            print(f"FAIL day {info.number:02d}: its grader ran no test against the exercise")
+            bad += 1
+        elif passed:
+            print(f"FAIL day {info.number:02d}: {len(passed)} of {len(ran)} tests pass on the untouched exercise:")
+            for k in passed[:10]:
+                print(f"       {k}")
+            bad += 1
+        else:
+            print(f"ok   day {info.number:02d}: all {len(ran)} tests fail on the untouched exercise")
+    for wrong in sorted((ROOT / "tests" / "wrong").glob("day[0-9][0-9]_*.py")):
+        number = int(re.match(r"day(\d\d)_", wrong.name).group(1))
+        mistake = next((ln.split("MISTAKE:", 1)[1].strip() for ln in wrong.read_text().splitlines()
+                        if "MISTAKE:" in ln), "?")
+        outcomes = run_grader(days.find(number).test_path, str(wrong))
+        failed = sorted(k for k, v in outcomes.items() if v == "failed")
+        if failed:
+            print(f"ok   {wrong.name}: rejected by {len(failed)} test(s) ({mistake})")
+        else:
+            print(f"FAIL {wrong.name}: the day's grader accepts it ({mistake})")
+            bad += 1
+    print("grader proof:", "passed" if not bad else f"{bad} problem(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

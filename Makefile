@@ -1,0 +1,52 @@
+# The course's commands. `make run` and `make test` set everything up on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
+DAY ?=
+COURSE := $(PY) -m course
+
+.PHONY: setup run test check bench inspect progress list notebooks lint clean
+
+setup: $(STAMP)
+
+# Create .venv, install requirements.txt once (the stamp changes when requirements.txt does), and put
+# the repository on the venv's path so `import course` works from notebooks/ and anywhere else.
+$(STAMP): requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing requirements into $(VENV) (once)..."
+	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	@$(PY) -c "import os, sysconfig; open(os.path.join(sysconfig.get_paths()['purelib'], 'gpu_course.pth'), 'w').write(os.getcwd() + '\n')"
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+run: setup            ## the destination: the newest complete day's naive vs optimized, end to end
+	@$(COURSE) run
+
+test: setup           ## every day's reference solution against its grader
+	@$(PY) -m pytest -q
+
+check: setup          ## grade your exercise: make check DAY=6
+	@$(COURSE) check $(DAY)
+
+bench: setup          ## naive vs optimized: make bench DAY=6 [ARGS="--plot out.png --json out.json"]
+	@$(COURSE) bench $(DAY) $(ARGS)
+
+inspect: setup        ## what the compiler did: make inspect DAY=6
+	@$(COURSE) inspect $(DAY)
+
+progress: setup       ## every day and your exercise's status
+	@$(COURSE) progress
+
+list: setup
+	@$(COURSE) list
+
+notebooks: setup      ## execute every notebook headless (outputs are not saved)
+	@$(COURSE) notebooks
+
+lint: setup
+	@$(PY) -m ruff check course solutions days tests tools
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache out
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

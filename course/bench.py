@@ -1,0 +1,160 @@
+"""Naive vs optimized on a GPU: CUDA events, warm-up, L2 flushed, median of many, re-checked.
+
+Each timed repetition: flush the L2 (write a buffer several times its size), keep the GPU busy with a
+short spin kernel while Python enqueues the work, record the start event, call the version, record
+the end event. The spin hides the host function's Python overhead (validation, launch) from the
+events, so they time the kernel; the flush makes every repetition read from HBM, not L2.
+
+The peak is measured in the same run: a large device-to-device copy (bytes read + written) for
+memory-bound days, cuBLAS FP32 GEMM through CuPy for compute-bound ones.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from course import ON_GPU, checking, cuda, days, launch
+
+L2_FLUSH_BYTES = 256 << 20  # the H200's L2 is 60 MB; writing 256 MB evicts it
+SPIN_NS = 200_000
+
+
+@dataclass
+class Row:
+    version: str
+    n: object
+    ms: float  # median time of one call
+    spread_ms: float  # interquartile range of the samples
+    gbps: float
+    tflops: float
+    pct_peak: float
+    speedup: float = 1.0  # over the first version (naive)
+    checked: str = ""
+
+
+@dataclass
+class Result:
+    day: str
+    device: str
+    bound: str
+    peak_name: str
+    peak_value: float  # GB/s or TFLOP/s
+    rows: list[Row] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, default=str)
+
+
+@cuda.jit
+def _spin(ns):
+    # One thread sleeps so the GPU has queued work while the host enqueues the next launches.
+    t = 0
+    while t < ns:
+        cuda.nanosleep(1000)
+        t += 1000
+
+
+@cuda.jit
+def _fill(buf, value):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < buf.size:
+        buf[i] = value
+        i += stride
+
+
+class Timer:
+    """CUDA-event timing with an L2 flush and a spin kernel in front of every sample."""
+
+    def __init__(self):
+        self.flush_buf = cuda.device_array(L2_FLUSH_BYTES // 4, dtype=np.int32)
+
+    def sample(self, fn, *args) -> float:
+        _fill[launch.sm_count() * 4, 256](self.flush_buf, 0)
+        _spin[1, 1](SPIN_NS)
+        start, end = cuda.event(), cuda.event()
+        start.record()
+        fn(*args)
+        end.record()
+        end.synchronize()
+        return cuda.event_elapsed_time(start, end)
+
+    def time(self, fn, *args, warmup: int = 3, repeats: int = 30) -> tuple[float, float]:
+        for _ in range(warmup):
+            fn(*args)
+        cuda.synchronize()
+        samples = sorted(self.sample(fn, *args) for _ in range(repeats))
+        q = statistics.quantiles(samples, n=4)
+        return statistics.median(samples), q[2] - q[0]
+
+
+def copy_peak_gbps(timer: Timer, nbytes: int = 1 << 30) -> float:
+    """Device-to-device copy rate, counting bytes read plus bytes written."""
+    src = cuda.device_array(nbytes // 4, dtype=np.float32)
+    dst = cuda.device_array(nbytes // 4, dtype=np.float32)
+    ms, _ = timer.time(lambda: dst.copy_to_device(src), repeats=20)
+    return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
+def gemm_peak_tflops(timer: Timer, n: int = 8192) -> float:
+    """cuBLAS FP32 GEMM through CuPy (TF32 off: CuPy's default for float32 matmul)."""
+    import cupy
+
+    rng = cupy.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=cupy.float32)
+    b = rng.standard_normal((n, n), dtype=cupy.float32)
+    ms, _ = timer.time(lambda: cupy.matmul(a, b), repeats=10)
+    return 2 * n**3 / (ms * 1e-3) / 1e12
+
+
+def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = True, progress=None) -> Result:
+    """Time every version of a day (and its library row) at one size. Needs a GPU."""
+    if not ON_GPU:
+        raise RuntimeError("timings need a CUDA GPU; without one, use `make inspect` for the compiler's view")
+    info = days.find(day)
+    sol = days.load_solution(day)
+    target = days.load_target(day)
+    n = n if n is not None else sol.BENCH_SIZES[0]
+    bound = getattr(sol, "BOUND", "memory")
+    names = list(versions or days.versions(sol))
+    if with_library and hasattr(sol, "library"):
+        names.append("library")
+    timer = Timer()
+    steps = len(names) + 1
+    tick = progress or (lambda msg: None)
+
+    tick(f"measuring the device's {'copy rate' if bound == 'memory' else 'FP32 GEMM rate'}")
+    peak = copy_peak_gbps(timer) if bound == "memory" else gemm_peak_tflops(timer)
+    result = Result(info.slug, cuda.get_current_device().name.decode()
+                    if isinstance(cuda.get_current_device().name, bytes) else str(cuda.get_current_device().name),
+                    bound, "device copy" if bound == "memory" else "cuBLAS FP32 GEMM", peak)
+
+    inputs = sol.make_inputs(n, seed=1234)
+    expected = sol.reference(*inputs)
+    nbytes, flops = sol.traffic(*inputs)
+    dev_inputs = tuple(launch.to_device(x)[0] if isinstance(x, np.ndarray) else x for x in inputs)
+    for i, name in enumerate(names, start=1):
+        tick(f"[{i}/{steps - 1}] {name}")
+        fn = sol.library if name == "library" else getattr(target, name)
+        with launch.no_poison():
+            ms, spread = timer.time(fn, *dev_inputs, repeats=repeats)
+        # Re-check after timing: a fast wrong answer is not a result.
+        report = checking.compare(fn(*dev_inputs), expected, name=name)
+        gbps = nbytes / (ms * 1e-3) / 1e9
+        tflops = flops / (ms * 1e-3) / 1e12
+        pct = 100 * (gbps / peak if bound == "memory" else tflops / peak)
+        result.rows.append(Row(name, n, ms, spread, gbps, tflops, pct,
+                               checked="ok" if report.ok else report.text.splitlines()[0]))
+    base = result.rows[0].ms
+    for row in result.rows:
+        row.speedup = base / row.ms
+    return result
+
+
+def save_json(result: Result, path: str | Path) -> None:
+    Path(path).write_text(result.to_json())

@@ -1,0 +1,286 @@
+"""The course's command line: ``python -m course <command>`` (the Makefile's targets call it).
+
+    list               the days that exist
+    progress           per day: topic, memory space, your exercise's status
+    check N            grade your exercise for day N
+    bench N            naive vs optimized (GPU: times; no GPU: the compiler's view)
+    inspect N          registers, shared/local memory, spills, memory-space instructions
+    run                the destination: the newest complete day end to end
+    notebooks [N]      execute notebooks headless
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+import course
+from course import days
+
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
+
+
+def _banner() -> None:
+    console.print(course.DEVICE.describe(), markup=False)
+
+
+def _day(value: str) -> days.DayInfo:
+    try:
+        return days.find(value)
+    except days.UnknownDay as exc:
+        raise SystemExit(_fail(str(exc))) from None
+
+
+def _fail(message: str) -> int:
+    console.print(f"error: {message}", style="red")
+    return 2
+
+
+def _pytest(info: days.DayInfo, target: str, *extra: str, quiet: bool = False) -> int:
+    env = dict(os.environ, COURSE_TARGET=target)
+    cmd = [sys.executable, "-m", "pytest", str(info.test_path), "-q", "--tb=short", "-p", "no:cacheprovider",
+           *extra]
+    out = subprocess.DEVNULL if quiet else None
+    return subprocess.run(cmd, env=env, cwd=days.ROOT, stdout=out, stderr=out).returncode
+
+
+# ---- list / progress ---------------------------------------------------------------------------------
+
+def cmd_list(args) -> int:
+    table = Table("day", "topic", "memory space", "complete")
+    for d in days.all_days():
+        table.add_row(f"{d.number:02d}", d.title, d.memory_space, "yes" if d.complete else "no")
+    console.print(table)
+    return 0
+
+
+def exercise_status(info: days.DayInfo) -> str:
+    """not started (every stub untouched) / failing / passing (the day's grader on the exercise)."""
+    if not info.exercise_path.exists():
+        return "no exercise"
+    from course.grading import stub_hint
+
+    try:
+        module = days.load_exercise(info.number)
+    except Exception as exc:  # a syntax error is the learner's to see
+        return f"failing (does not import: {type(exc).__name__})"
+    written = [getattr(module, v, None) for v in days.versions(module)]
+    written += [kernel for kernel, _sig in getattr(module, "KERNELS", {}).values()]
+    stubs = [stub_hint(f) for f in written if f is not None]
+    if stubs and all(stubs):
+        return "not started"
+    return "passing" if _pytest(info, "exercise", "-x", quiet=True) == 0 else "failing"
+
+
+def cmd_progress(args) -> int:
+    table = Table("day", "topic", "memory space", "exercise")
+    colours = {"passing": "green", "failing": "red", "not started": "dim"}
+    for d in days.all_days():
+        status = exercise_status(d)
+        table.add_row(f"{d.number:02d}", d.title, d.memory_space,
+                      f"[{colours.get(status.split(' (')[0], 'yellow')}]{status}[/]")
+    console.print(table)
+    return 0
+
+
+# ---- check -------------------------------------------------------------------------------------------
+
+def cmd_check(args) -> int:
+    info = _day(args.day)
+    console.print(f"grading days/{info.slug}/exercise.py against {info.test_path.relative_to(days.ROOT)}")
+    code = _pytest(info, "exercise")
+    console.print("[green]passing[/]" if code == 0 else "[red]not passing yet[/] (the messages above say why)")
+    return 0 if code == 0 else 1
+
+
+# ---- inspect -----------------------------------------------------------------------------------------
+
+def _compiler_table(module, title: str) -> Table:
+    from course import compiler
+
+    table = Table("kernel", "regs", "smem B", "stack B", "spill st/ld", "ld/st.shared", "ld.const",
+                  "ld/st.local", "shfl", "bar", "atom", "global ld", title=title)
+    for label, r in compiler.reports(module).items():
+        c = r.count
+        table.add_row(label, str(r.registers), str(r.shared_bytes), str(r.stack_bytes),
+                      f"{r.spill_stores}/{r.spill_loads}", f"{c('ld.shared')}/{c('st.shared')}", str(c("ld.const")),
+                      f"{c('ld.local')}/{c('st.local')}", str(c("shfl.sync")), str(c("bar.sync")), str(c("atom")),
+                      str(c("ld.global") + c("ld (generic)")))
+    return table
+
+
+def cmd_inspect(args) -> int:
+    info = _day(args.day)
+    module = days.load_target(info.number) if args.exercise else days.load_solution(info.number)
+    which = "exercise" if args.exercise else "solution"
+    console.print(_compiler_table(module, f"day {info.number:02d} {which}: PTX for sm_90 + nvJitLink report"))
+    if args.ptx:
+        from course import compiler
+
+        for label, r in compiler.reports(module).items():
+            console.rule(label)
+            console.print(r.ptx, markup=False)
+    return 0
+
+
+# ---- bench -------------------------------------------------------------------------------------------
+
+def _bench_table(result) -> Table:
+    unit = "GB/s" if result.bound == "memory" else "TFLOP/s"
+    table = Table("version", "n", "time", unit, "% of peak", "speedup", "check",
+                  title=f"{result.day} on {result.device}; peak = {result.peak_name} "
+                        f"{result.peak_value:,.0f} {unit} (measured now)")
+    for r in result.rows:
+        rate = r.gbps if result.bound == "memory" else r.tflops
+        table.add_row(r.version, str(r.n), f"{r.ms * 1e3:,.1f} us", f"{rate:,.1f}", f"{r.pct_peak:.1f} %",
+                      f"{r.speedup:.2f}x", r.checked)
+    return table
+
+
+def cmd_bench(args) -> int:
+    info = _day(args.day)
+    if not course.ON_GPU:
+        console.print("[yellow]times need a CUDA GPU[/]: here is what is real on a CPU, the compiler's view "
+                      "of each version (registers, on-chip memory, spills, memory-space instructions).")
+        sol = days.load_solution(info.number)
+        console.print(_compiler_table(sol, f"day {info.number:02d}: {info.title}"))
+        n = sol.BENCH_SIZES[0]
+        console.print(f"at the benchmark size n={n}: minimum traffic {_traffic_text(sol, n)}")
+        return 0
+    from rich.progress import Progress
+
+    from course import bench
+
+    n = _parse_n(args.n) if args.n else None
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("benchmark", total=None)
+        result = bench.run(info.number, n, repeats=args.repeats,
+                           progress=lambda msg: progress.update(task, description=msg))
+    console.print(_bench_table(result))
+    if args.json:
+        bench.save_json(result, args.json)
+        console.print(f"wrote {args.json}")
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from course import plots
+
+        plots.bench_chart(result, args.plot)
+        console.print(f"wrote {args.plot}")
+    return 0 if all(r.checked == "ok" for r in result.rows) else 1
+
+
+def _parse_n(text: str):
+    parts = [int(p) for p in text.replace("x", ",").split(",")]
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def _traffic_text(sol, n) -> str:
+    if not hasattr(sol, "traffic"):
+        return "not stated"
+    try:
+        inputs = sol.make_inputs(n, seed=0)
+    except MemoryError:
+        return "too large to build here"
+    nbytes, flops = sol.traffic(*inputs)
+    return f"{nbytes / 1e6:,.1f} MB, {flops / 1e6:,.1f} MFLOP"
+
+
+# ---- run ---------------------------------------------------------------------------------------------
+
+def cmd_run(args) -> int:
+    complete = [d for d in days.all_days() if d.complete]
+    if not complete:
+        return _fail("no complete day yet")
+    info = complete[-1]
+    console.print(f"the newest complete day: [bold]day {info.number:02d} — {info.title}[/] "
+                  f"(memory space: {info.memory_space})")
+    if course.ON_GPU:
+        args.day, args.n, args.repeats, args.json, args.plot = str(info.number), None, 30, None, None
+        return cmd_bench(args)
+    from course import checking
+
+    sol = days.load_solution(info.number)
+    n = sol.TEST_SIZES[-1]
+    inputs = sol.make_inputs(n, seed=0)
+    expected = sol.reference(*inputs)
+    table = Table("version", "n", "simulated in", "check against NumPy",
+                  title="in the simulator: correctness (times need a GPU)")
+    ok = True
+    for version in days.versions(sol):
+        start = time.perf_counter()
+        got = getattr(sol, version)(*inputs)
+        seconds = time.perf_counter() - start
+        report = checking.compare(got, expected, name=version)
+        ok &= report.ok
+        table.add_row(version, str(n), f"{seconds:.2f} s", report.text)
+    console.print(table)
+    console.print(_compiler_table(sol, "the compiler's view (sm_90)"))
+    return 0 if ok else 1
+
+
+# ---- notebooks ---------------------------------------------------------------------------------------
+
+def cmd_notebooks(args) -> int:
+    import nbformat
+    from nbclient import NotebookClient
+
+    infos = [_day(args.day)] if args.day else [d for d in days.all_days() if d.notebook_path.exists()]
+    failed = []
+    for info in infos:
+        start = time.perf_counter()
+        nb = nbformat.read(info.notebook_path, as_version=4)
+        try:
+            NotebookClient(nb, timeout=900, kernel_name="python3",
+                           resources={"metadata": {"path": str(info.notebook_path.parent)}}).execute()
+            console.print(f"[green]ok[/]     {info.notebook_path.name} ({time.perf_counter() - start:.0f} s)")
+        except Exception as exc:
+            failed.append(info.notebook_path.name)
+            console.print(f"[red]failed[/] {info.notebook_path.name}: {str(exc)[-2000:]}")
+    console.print(f"{len(infos) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+# ---- entry -------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m course", description="GPU kernel engineering, one day at a time")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the days that exist").set_defaults(fn=cmd_list)
+    sub.add_parser("progress", help="your exercise's status, per day").set_defaults(fn=cmd_progress)
+    c = sub.add_parser("check", help="grade your exercise for a day")
+    c.add_argument("day")
+    c.set_defaults(fn=cmd_check)
+    b = sub.add_parser("bench", help="naive vs optimized")
+    b.add_argument("day")
+    b.add_argument("--n", help="problem size (e.g. 67108864 or 4096x4096); default: the day's BENCH_SIZES[0]")
+    b.add_argument("--repeats", type=int, default=30)
+    b.add_argument("--plot", metavar="PNG")
+    b.add_argument("--json", metavar="FILE")
+    b.set_defaults(fn=cmd_bench)
+    i = sub.add_parser("inspect", help="what the compiler did with each kernel")
+    i.add_argument("day")
+    i.add_argument("--exercise", action="store_true", help="inspect your exercise instead of the solution")
+    i.add_argument("--ptx", action="store_true", help="print the PTX too")
+    i.set_defaults(fn=cmd_inspect)
+    sub.add_parser("run", help="the newest complete day, end to end").set_defaults(fn=cmd_run)
+    n = sub.add_parser("notebooks", help="execute notebooks headless")
+    n.add_argument("day", nargs="?")
+    n.set_defaults(fn=cmd_notebooks)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command in ("check", "bench", "inspect") and not args.day:
+        return _fail(f"say which day: make {args.command} DAY=N (days: "
+                     f"{', '.join(str(d.number) for d in days.all_days())})")
+    _banner()
+    return args.fn(args)
