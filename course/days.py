@@ -61,7 +61,7 @@ class DayInfo:
         return all(p.exists() for p in paths)
 
 
-def _constants(path: Path) -> dict[str, object]:
+def constants(path: Path) -> dict[str, object]:
     """Module-level string constants of a file, read without importing it (no numba, no GPU)."""
     found = {}
     try:
@@ -84,7 +84,7 @@ def all_days() -> list[DayInfo]:
         m = SLUG.match(path.stem)
         if not m:
             continue
-        consts = _constants(path)
+        consts = constants(path)
         days.append(DayInfo(int(m.group(1)), path.stem, str(consts.get("TITLE", path.stem)),
                             str(consts.get("MEMORY_SPACE", "?"))))
     return days

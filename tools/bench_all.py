@@ -1,0 +1,44 @@
+"""Benchmark every day (or the ones named) on a GPU and save each result as JSON.
+
+    python tools/bench_all.py results/h200 [6 7 8 ...]
+
+Prints one fixed-format line per day as it goes; the README's results table is built from the JSON
+files by tools/readme_tables.py.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+import course
+from course import bench, days
+
+
+def main(argv: list[str]) -> int:
+    if not course.ON_GPU:
+        print("bench_all needs a CUDA GPU")
+        return 2
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    wanted = {int(a) for a in argv[1:]}
+    failed = 0
+    for info in days.all_days():
+        if wanted and info.number not in wanted:
+            continue
+        try:
+            result = bench.run(info.number)
+        except Exception:
+            failed += 1
+            print(f"day {info.number:02d} FAILED\n{traceback.format_exc()}", flush=True)
+            continue
+        bench.save_json(result, out / f"{info.slug}.json")
+        rows = "  ".join(f"{r.version}={r.ms * 1e3:.1f}us/{r.pct_peak:.0f}%/{r.speedup:.2f}x"
+                         + ("" if r.checked == "ok" else "/WRONG") for r in result.rows)
+        print(f"day {info.number:02d} peak={result.peak_value:.0f}  {rows}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,51 @@
+"""Rebuild the README's syllabus and results tables from the days and results/h200/*.json.
+
+    python tools/readme_tables.py            # rewrites README.md between the table markers
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from course import days
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+
+def syllabus() -> str:
+    lines = ["| day | topic | memory space | versions |", "| --- | --- | --- | --- |"]
+    for d in days.all_days():
+        consts = days.constants(d.solution_path)
+        versions = " → ".join(consts.get("VERSIONS", ("naive", "optimized")))
+        lines.append(f"| {d.number:02d} | [{d.title}](lessons/{d.slug}.md) | {d.memory_space} | {versions} |")
+    return "\n".join(lines)
+
+
+def results() -> str:
+    files = sorted((ROOT / "results" / "h200").glob("day*.json"))
+    if not files:
+        return "_No GPU results recorded yet._"
+    lines = ["| day | version | time | rate | % of peak | speedup |", "| --- | --- | --- | --- | --- | --- |"]
+    for f in files:
+        r = json.loads(f.read_text())
+        unit = "GB/s" if r["bound"] == "memory" else "TFLOP/s"
+        for row in r["rows"]:
+            rate = row["gbps"] if r["bound"] == "memory" else row["tflops"]
+            lines.append(f"| {r['day'][3:5]} | {row['version']} | {row['ms'] * 1e3:,.1f} µs | {rate:,.0f} {unit} | "
+                         f"{row['pct_peak']:.0f} % of {r['peak_name']} | {row['speedup']:.2f}× |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    text = README.read_text()
+    for name, body in (("SYLLABUS", syllabus()), ("RESULTS", results())):
+        begin, end = f"<!-- {name} BEGIN -->", f"<!-- {name} END -->"
+        text = re.sub(re.escape(begin) + r".*?" + re.escape(end), f"{begin}\n{body}\n{end}", text, flags=re.S)
+    README.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
