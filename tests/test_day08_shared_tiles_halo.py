@@ -1,0 +1,40 @@
+"""Day 08 grader: 1D convolution, global re-reads vs a shared-memory tile with a halo."""
+
+import numpy as np
+import pytest
+
+from course.grading import Grader
+
+g = Grader(8)
+sol = g.solution
+
+test_matches_reference = g.matches_reference()
+test_rejects_bad_inputs = g.rejects_bad_inputs(
+    extra_cases={
+        "mask-too-short": lambda xs: (xs[0], xs[1][:-1]),
+        "x-2d": lambda xs: (np.ascontiguousarray(xs[0][None, :]), xs[1]),
+    }
+)
+
+
+def test_halo_crosses_tile_boundaries():
+    """Three tiles and a ragged end: outputs next to a tile edge read their neighbour tile's inputs."""
+    g.run_and_compare("optimized", 3 * sol.TILE + sol.MASK_RADIUS + 1)
+
+
+def test_optimized_stages_the_tile_in_shared_memory():
+    rep = g.report("optimized")
+    assert rep.count("st.shared") > 0 and rep.count("ld.shared") > 0, "optimized: no shared-memory traffic"
+    assert rep.count("bar.sync") >= 1, "optimized: no barrier between staging the tile and reading it"
+    assert rep.shared_bytes >= 4 * sol.SPAN, f"optimized: {rep.shared_bytes} B of shared memory"
+    assert rep.stack_bytes == 0, f"optimized: {rep.stack_bytes} bytes of stack frame (local memory)"
+
+
+def test_naive_reads_neighbours_from_global_memory():
+    rep = g.report("naive")
+    assert rep.count("ld.shared") == rep.count("st.shared") == rep.count("bar.sync") == 0
+
+
+@pytest.mark.gpu
+def test_optimized_at_benchmark_scale():
+    g.run_and_compare("optimized", (1 << 24) + 7)
