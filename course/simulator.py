@@ -1,5 +1,1398 @@
-"""Placeholder: replaced by the simulator additions."""
+"""Warp intrinsics and teaching checks for Numba's CUDA simulator.
+
+Numba's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs a kernel on the CPU: one block at a time, one
+Python thread per CUDA thread. That runs most course kernels, but it lacks the warp intrinsics and it
+quietly accepts bugs that a GPU punishes. ``install()`` (called by ``import course`` when there is no
+GPU) patches the simulator in place. It adds:
+
+Warp intrinsics, with the semantics of numba-cuda on a GPU
+    ``cuda.shfl_sync``, ``shfl_up_sync``, ``shfl_down_sync``, ``shfl_xor_sync``, ``ballot_sync``,
+    ``all_sync``, ``any_sync``, ``eq_sync``, ``match_any_sync``, ``match_all_sync``, ``activemask``,
+    ``lanemask_lt`` and ``syncwarp``. A warp is 32 consecutive linear thread ids of the block (x
+    fastest, then y, then z); the last warp of a block whose size is not a multiple of 32 is partial.
+    The lanes named in the mask meet at a per-warp rendezvous; lanes that have exited no longer count,
+    so a full mask works in a partial warp. As in numba-cuda, the shuffles take no ``width``: their
+    lane argument is used modulo 32 (the hardware reads its low 5 bits), a shuffle from a lane outside
+    the warp (up/down past its ends) returns the caller's own value, and so (the GPU leaves it
+    undefined) does a shuffle from a lane that does not take part. Values are int32/int64/float32/
+    float64 (Python ints and floats count as 64-bit) and come back in the caller's type. ``ballot_sync``
+    and the ``match`` masks are int32, ``activemask`` and ``lanemask_lt`` uint32, the votes bool, all
+    as numba-cuda types them; ``cuda.popc``/``clz``/``ffs``/``brev`` read a NumPy integer at its own
+    width, so ``popc`` of a ballot with lane 31 set counts 32 bits, not a minus sign.
+
+Teaching checks the GPU does not give (each raises a ``SimulatorCheckError`` naming the kernel, the
+block and thread, the array and the index, with one line on the fix)
+    ``SharedMemoryRace``   two threads of a block touch one shared element, at least one of them
+                           writing, with no ``cuda.syncthreads()`` between (nor a ``cuda.syncwarp()``
+                           both took part in, when they are lanes of one warp). Both orders are caught
+                           (read after write, write after read) whatever the thread schedule, because
+                           every access since the last barrier is recorded per element. Atomics on
+                           shared memory do not race with each other; shuffles are not memory.
+    ``NegativeIndex``      a negative index into a kernel argument, shared or local array. Numba wraps
+                           it to the far end (``a[-1]`` is ``a[n - 1]``), CUDA C reads outside the
+                           array: either way the kernel almost never means it.
+    ``OutOfBounds``        (also an ``IndexError``) a positive index past the end, now named.
+    ``BarrierDivergence``  a ``cuda.syncthreads()`` that not every thread of the block reaches: some
+                           exited, or wait at another barrier. The stock simulator lets the waiting
+                           threads go once the others finish, which hides the bug.
+    ``WarpSyncError``      a warp intrinsic whose mask omits the calling lane, or that can never
+                           complete (a lane it names waits at a barrier or in another intrinsic).
+
+Speed: the stock block manager polls its threads in a busy loop; here threads wait on condition
+variables, global and local arrays get a check with a fast path for a plain non-negative int, and
+only shared arrays are watched for races.
+
+Limits: the checks see only what goes through the ``cuda`` module as the simulator swaps it in
+(``from numba import cuda`` then ``cuda.shfl_down_sync(...)``; ``from numba.cuda import
+shfl_down_sync`` bypasses it). Shared accesses through slices, fancy indexes or array iteration are
+not watched. Races on global memory are not checked, nor memory fences. Blocks still run one after
+the other, so a grid-wide sync is still wrong and inter-block races are invisible.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import linecache
+import operator
+import os
+import re
+import struct
+import sys
+import threading
+
+import numpy as np
+from numba.cuda.np import numpy_support
+from numba.cuda.simulator import kernel as _sim_kernel
+from numba.cuda.simulator import kernelapi as _sim_api
+from numba.cuda.simulator.cudadrv.devicearray import (
+    FakeCUDAArray,
+    FakeShape,
+    FakeWithinKernelCUDAArray,
+)
+from numba.cuda.simulator.kernelapi import Dim3
+
+__all__ = [
+    "BarrierDivergence",
+    "NegativeIndex",
+    "OutOfBounds",
+    "SharedMemoryRace",
+    "SimulatorCheckError",
+    "WarpSyncError",
+    "install",
+    "thread_order",
+]
+
+WARP_SIZE = 32
+FULL_MASK = 0xFFFFFFFF
+
+
+# --------------------------------------------------------------------------------------------------
+# The errors
+
+
+class SimulatorCheckError(RuntimeError):
+    """A bug the course's simulator checks caught; the GPU would give a wrong answer or a hang."""
+
+
+class SharedMemoryRace(SimulatorCheckError):
+    """Two threads touched one shared-memory element, one writing, with no barrier between."""
+
+
+class NegativeIndex(SimulatorCheckError, IndexError):
+    """A kernel indexed an array with a negative number."""
+
+
+class OutOfBounds(SimulatorCheckError, IndexError):
+    """A kernel indexed an array past its end."""
+
+
+class BarrierDivergence(SimulatorCheckError):
+    """A cuda.syncthreads() that not every thread of the block reaches."""
+
+
+class WarpSyncError(SimulatorCheckError):
+    """A warp intrinsic with a mask that cannot work: it omits the caller, or can never complete."""
+
+
+class _Abort(BaseException):
+    """Unwinds a simulated thread once another thread of its block has failed."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Naming threads, places and arrays in messages
+
+
+def _dim3(d) -> str:
+    return f"({d.x}, {d.y}, {d.z})"
+
+
+def _who(t) -> str:
+    return f"kernel '{t.block.kernel_name}', block {_dim3(t.blockIdx)}, thread {_dim3(t.threadIdx)}"
+
+
+def _where(site) -> str:
+    code, line = site
+    return f"{os.path.basename(code.co_filename)}:{line}"
+
+
+def _fmt_index(idx) -> str:
+    if idx.__class__ is tuple:
+        return ", ".join(str(i) for i in idx)
+    return str(idx)
+
+
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]")
+_names: dict = {}
+
+
+def _allocation_name(frame, kind: str) -> str:
+    """'shared array 'tile' (day08.py:42)': the variable the allocation is assigned to, and where."""
+    code, line = frame.f_code, frame.f_lineno
+    key = (code, line, kind)
+    name = _names.get(key)
+    if name is None:
+        m = _ASSIGNED.match(linecache.getline(code.co_filename, line))
+        place = f"{os.path.basename(code.co_filename)}:{line}"
+        name = f"{kind} '{m.group(1)}' ({place})" if m else f"{kind} allocated at {place}"
+        _names[key] = name
+    return name
+
+
+def _has_negative(idx) -> bool:
+    if idx.__class__ is int or isinstance(idx, np.integer):
+        return idx < 0
+    if idx.__class__ is tuple:
+        for k in idx:
+            if (k.__class__ is int or isinstance(k, np.integer)) and k < 0:
+                return True
+    return False
+
+
+def _all_ints(idx) -> bool:
+    if idx.__class__ is tuple:
+        return all(k.__class__ is int or isinstance(k, np.integer) for k in idx)
+    return idx.__class__ is int or isinstance(idx, np.integer)
+
+
+def _negative_index(arr, idx, writing: bool) -> NegativeIndex:
+    t = threading.current_thread()
+    verb = "writes" if writing else "reads"
+    return NegativeIndex(
+        f"{_who(t)} {verb} {arr._name} at index [{_fmt_index(idx)}]: a negative index (Numba would "
+        f"silently use the far end of the array, CUDA C memory before it); guard the index, "
+        f"e.g. `if i >= 1:` before using `i - 1`"
+    )
+
+
+def _out_of_bounds(arr, idx, writing: bool) -> IndexError:
+    t = threading.current_thread()
+    verb = "writes" if writing else "reads"
+    return OutOfBounds(
+        f"{_who(t)} {verb} {arr._name} at index [{_fmt_index(idx)}], past the end of its shape "
+        f"{tuple(arr._a.shape)}; guard the access, e.g. `if i < n:` (the grid has more threads than "
+        f"elements)"
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Arrays as a kernel sees them: negative and out-of-range indexes raise, naming thread, array, index.
+# The subscript methods are shared by the wrappers below; the 1-D variants try a plain non-negative
+# int first, which is almost every access and costs one type test and one compare over NumPy.
+
+
+def _checked_get(self, idx):
+    if _has_negative(idx):
+        raise _negative_index(self, idx, False)
+    try:
+        r = self._a[idx]
+    except IndexError:
+        if _all_ints(idx):
+            raise _out_of_bounds(self, idx, False) from None
+        raise
+    if isinstance(r, (np.ndarray, np.void)):
+        return self._view(r, idx)
+    return r
+
+
+def _checked_set(self, idx, value):
+    if _has_negative(idx):
+        raise _negative_index(self, idx, True)
+    try:
+        self._a[idx] = value
+    except IndexError:
+        if _all_ints(idx):
+            raise _out_of_bounds(self, idx, True) from None
+        raise
+
+
+def _fast_get(self, i):
+    if i.__class__ is int and i >= 0:
+        try:
+            return self._a[i]
+        except IndexError:
+            raise _out_of_bounds(self, i, False) from None
+    return _checked_get(self, i)
+
+
+def _fast_set(self, i, value):
+    if i.__class__ is int and i >= 0:
+        try:
+            self._a[i] = value
+            return
+        except IndexError:
+            raise _out_of_bounds(self, i, True) from None
+    _checked_set(self, i, value)
+
+
+def _unwrap(obj):
+    if isinstance(obj, (_LocalArray, _KernelArray)):
+        return obj._a
+    if isinstance(obj, FakeWithinKernelCUDAArray):
+        return obj._item._ary
+    return obj
+
+
+class _LocalArray:
+    """A ``cuda.local.array`` (and the base of shared arrays): a NumPy array behind checked indexes."""
+
+    __slots__ = ("_a", "_name")
+
+    def __init__(self, a: np.ndarray, name: str):
+        self._a = a
+        self._name = name
+
+    __getitem__ = _checked_get
+    __setitem__ = _checked_set
+
+    def _view(self, r, idx):
+        return _local_array(r, f"{self._name}[{_fmt_index(idx)}]")
+
+    @property
+    def shape(self):
+        return FakeShape(self._a.shape)
+
+    @property
+    def size(self):
+        return self._a.size
+
+    @property
+    def ndim(self):
+        return self._a.ndim
+
+    @property
+    def dtype(self):
+        return self._a.dtype
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        return iter(self._a)
+
+    def __getattr__(self, name):
+        return getattr(self._a, name)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._a if dtype is None else self._a.astype(dtype)
+
+    def __array_ufunc__(self, ufunc, method, *args, **kwargs):
+        if "out" in kwargs:
+            kwargs["out"] = tuple(_unwrap(o) for o in kwargs["out"])
+        return getattr(ufunc, method)(*(_unwrap(a) for a in args), **kwargs)
+
+    def __repr__(self):
+        return f"<{self._name}: {self._a!r}>"
+
+
+class _LocalArray1D(_LocalArray):
+    __slots__ = ()
+    __getitem__ = _fast_get
+    __setitem__ = _fast_set
+
+
+def _local_array(a: np.ndarray, name: str) -> _LocalArray:
+    cls = _LocalArray1D if a.ndim == 1 and a.dtype.fields is None else _LocalArray
+    return cls(a, name)
+
+
+class _KernelArray(FakeWithinKernelCUDAArray):
+    """A kernel argument (global memory) as the simulator hands it to the kernel, with checked indexes.
+
+    It keeps the stock wrapper's behaviour (record fields as attributes, ufuncs, ``shape`` that refuses
+    negative indexes) and reaches the NumPy array directly instead of through two wrapper layers.
+    """
+
+    def __init__(self, item: FakeCUDAArray, name: str):
+        d = self.__dict__  # the stock wrapper turns attribute writes into record-field writes
+        d["_item"] = item
+        d["_a"] = item._ary
+        d["_name"] = name
+
+    __getitem__ = _checked_get
+    __setitem__ = _checked_set
+
+    def _view(self, r, idx):
+        item = FakeCUDAArray(r, stream=self._item.stream)
+        if isinstance(r, np.void):
+            return FakeWithinKernelCUDAArray(item)
+        return _kernel_array(item, f"{self._name}[{_fmt_index(idx)}]")
+
+    @property
+    def shape(self):
+        return FakeShape(self._a.shape)
+
+    @property
+    def size(self):
+        return self._a.size
+
+    @property
+    def ndim(self):
+        return self._a.ndim
+
+    @property
+    def dtype(self):
+        return self._a.dtype
+
+    def __len__(self):
+        return len(self._a)
+
+
+class _KernelArray1D(_KernelArray):
+    __getitem__ = _fast_get
+    __setitem__ = _fast_set
+
+
+def _kernel_array(item: FakeCUDAArray, name: str) -> _KernelArray:
+    a = item._ary
+    cls = _KernelArray1D if a.ndim == 1 and a.dtype.fields is None else _KernelArray
+    return cls(item, name)
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared memory and its race detector.
+#
+# Shared memory is per block and lives until the block ends, so each simulated block gets fresh
+# allocations and a fresh record. For every element touched since the block's last barrier the
+# record keeps the last writer, the readers and the atomic users, each with the count of syncwarps
+# its warp had completed at that access. An access by thread T conflicts with an earlier one by
+# thread U != T (one of them a plain write, or a plain access against an atomic) unless a syncwarp
+# that both took part in completed in between: only a barrier (which clears the record) or a
+# syncwarp orders two threads' memory accesses on Volta and later, where the lanes of a warp are
+# not in lock-step. Because both the earlier and the later access are looked at, the order in which
+# Python happens to run the threads does not matter.
+
+
+class _RaceTracker:
+    __slots__ = ("lock", "tables")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.tables: list[dict] = []
+
+    def new_table(self) -> dict:
+        table: dict = {}
+        self.tables.append(table)
+        return table
+
+    def clear(self):
+        for table in self.tables:
+            table.clear()
+
+
+def _ordered(u_tid: int, u_clock: int, t) -> bool:
+    """Did a syncwarp that both lanes took part in complete after U's access (U, T in one warp)?"""
+    if u_tid >> 5 != t.tid >> 5:
+        return False
+    both = (1 << (u_tid & 31)) | (1 << t.lane)
+    syncs = t.warp.syncs
+    for k in range(len(syncs) - 1, u_clock - 1, -1):
+        if syncs[k] & both == both:
+            return True
+    return False
+
+
+def _other_conflict(accessors: dict | None, t) -> int:
+    """The lowest thread id among ``accessors`` (tid -> clock) not ordered before thread ``t``, or -1."""
+    if not accessors:
+        return -1
+    found = -1
+    me = t.tid
+    for u, clock in accessors.items():
+        if u != me and (found < 0 or u < found) and not _ordered(u, clock, t):
+            found = u
+    return found
+
+
+# record layout: [writer tid or -1, writer's clock, readers {tid: clock}, atomics {tid: clock} or None]
+_READ, _WRITE, _ATOMIC = 0, 1, 2
+
+
+def _track(arr, key: int, idx, kind: int):
+    t = threading.current_thread()
+    me = t.tid
+    clock = len(t.warp.syncs)
+    table = arr._table
+    with arr._tracker.lock:
+        rec = table.get(key)
+        if rec is None:
+            if kind == _READ:
+                table[key] = [-1, 0, {me: clock}, None]
+            elif kind == _WRITE:
+                table[key] = [me, clock, {}, None]
+            else:
+                table[key] = [-1, 0, {}, {me: clock}]
+            return
+        w = rec[0]
+        writer = w if w >= 0 and w != me and not _ordered(w, rec[1], t) else -1
+        if kind == _READ:
+            other = _other_conflict(rec[3], t)
+            if writer < 0 and other < 0:
+                rec[2][me] = clock
+                return
+            conflict = ("write", writer) if writer >= 0 else ("atomic", other)
+        elif kind == _WRITE:
+            reader = _other_conflict(rec[2], t)
+            other = _other_conflict(rec[3], t)
+            if writer < 0 and reader < 0 and other < 0:
+                rec[0], rec[1] = me, clock
+                return
+            if writer >= 0:
+                conflict = ("write", writer)
+            elif reader >= 0:
+                conflict = ("read", reader)
+            else:
+                conflict = ("atomic", other)
+        else:
+            reader = _other_conflict(rec[2], t)
+            if writer < 0 and reader < 0:
+                if rec[3] is None:
+                    rec[3] = {}
+                rec[3][me] = clock
+                return
+            conflict = ("write", writer) if writer >= 0 else ("read", reader)
+    raise _race_error(arr, idx, kind, conflict, t)
+
+
+def _thread_index(block, tid: int) -> str:
+    bx, by, _ = block.block_dim
+    return f"({tid % bx}, {tid // bx % by}, {tid // (bx * by)})"
+
+
+def _race_error(arr, idx, kind: int, conflict, t) -> SharedMemoryRace:
+    other_kind, u = conflict
+    other = f"thread {_thread_index(t.block, u)}"
+    where = f"{arr._name} at index [{_fmt_index(idx)}]"
+    doing = {_READ: "reads", _WRITE: "writes", _ATOMIC: "atomically updates"}[kind]
+    if kind == _READ and other_kind == "write":
+        what = f"which {other} wrote since the last barrier: the read may come before or after the write"
+        fix = "add cuda.syncthreads() between the write and the read"
+    elif kind == _WRITE and other_kind == "read":
+        what = f"which {other} read since the last barrier: that read may see the value before or after this write"
+        fix = ("add cuda.syncthreads() between them: after the writes if the reader needs the new value "
+               "(write, sync, read), before them if it needs the old one (read, sync, write)")
+    elif kind == _WRITE and other_kind == "write":
+        what = f"which {other} also wrote since the last barrier: which value survives is undefined"
+        fix = "give each thread its own element, or combine the values with cuda.atomic.*"
+    else:
+        did = {"atomic": "updated atomically", "read": "read", "write": "wrote"}[other_kind]
+        what = f"which {other} {did} since the last barrier: atomics do not order plain reads and writes"
+        fix = "add cuda.syncthreads() between the atomic updates and the plain accesses"
+    if u >> 5 == t.tid >> 5:
+        fix += "; the two are lanes of one warp, which do not run in lock-step: cuda.syncwarp() orders them too"
+    return SharedMemoryRace(f"{_who(t)} {doing} {where}, {what} (a shared-memory race): {fix}")
+
+
+class _SharedArray(_LocalArray):
+    """A ``cuda.shared.array`` of one block: checked indexes, and every element access recorded."""
+
+    __slots__ = ("_tracker", "_table", "_b0", "_strides")
+
+    def __init__(self, a: np.ndarray, name: str, tracker: _RaceTracker, table: dict, byte0: int):
+        self._a = a
+        self._name = name
+        self._tracker = tracker
+        self._table = table
+        self._b0 = byte0  # where this array (or view) starts in its allocation, in bytes
+        self._strides = a.strides
+
+    def _key(self, idx):
+        if idx.__class__ is tuple:
+            key = self._b0
+            for i, s in zip(idx, self._strides):
+                key += int(i) * s
+            return key
+        return self._b0 + int(idx) * self._strides[0]
+
+    def __getitem__(self, idx):
+        if _has_negative(idx):
+            raise _negative_index(self, idx, False)
+        try:
+            r = self._a[idx]
+        except IndexError:
+            if _all_ints(idx):
+                raise _out_of_bounds(self, idx, False) from None
+            raise
+        if isinstance(r, np.ndarray):
+            return self._view(r, idx)
+        if _all_ints(idx):
+            _track(self, self._key(idx), idx, _READ)
+        return r
+
+    def __setitem__(self, idx, value):
+        if _has_negative(idx):
+            raise _negative_index(self, idx, True)
+        try:
+            self._a[idx] = value
+        except IndexError:
+            if _all_ints(idx):
+                raise _out_of_bounds(self, idx, True) from None
+            raise
+        if _all_ints(idx) and (idx.__class__ is not tuple or len(idx) == self._a.ndim):
+            _track(self, self._key(idx), idx, _WRITE)
+
+    def _view(self, r, idx):
+        base = self._a.__array_interface__["data"][0] - self._b0
+        offset = r.__array_interface__["data"][0] - base
+        return _SharedArray(r, f"{self._name}[{_fmt_index(idx)}]", self._tracker, self._table, offset)
+
+
+class _Shared:
+    """``cuda.shared``: one allocation per call site and block, fresh for every block."""
+
+    def __init__(self, dynshared_size: int):
+        self._dynshared_size = dynshared_size
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None:
+            raise RuntimeError("Array alignment is not supported in cudasim")
+        frame = sys._getframe(1)
+        key = (frame.f_code, frame.f_lasti)
+        block = threading.current_thread().block
+        arr = block.shared.get(key)
+        if arr is not None:
+            return arr
+        with block.lock:
+            arr = block.shared.get(key)
+            if arr is None:
+                arr = self._allocate(block, shape, dtype, frame)
+                block.shared[key] = arr
+        return arr
+
+    def _allocate(self, block, shape, dtype, frame):
+        dtype = numpy_support.as_dtype(dtype) if not isinstance(dtype, np.dtype) else dtype
+        if isinstance(shape, (int, np.integer)) and shape == 0:
+            # Dynamic shared memory: every such array views the block's one buffer (launch's 4th arg).
+            if block.dyn_buffer is None:
+                block.dyn_buffer = np.zeros(self._dynshared_size, dtype=np.byte)
+                block.dyn_table = block.tracker.new_table()
+            count = self._dynshared_size // dtype.itemsize
+            a = np.frombuffer(block.dyn_buffer.data, dtype=dtype, count=count)
+            name = _allocation_name(frame, "dynamic shared array")
+            return _SharedArray(a, name, block.tracker, block.dyn_table, 0)
+        a = np.empty(shape, dtype)
+        name = _allocation_name(frame, "shared array")
+        return _SharedArray(a, name, block.tracker, block.tracker.new_table(), 0)
+
+
+class _Local:
+    """``cuda.local.array``: private to the thread, so only its indexes are checked."""
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None:
+            raise RuntimeError("Array alignment is not supported in cudasim")
+        if not isinstance(dtype, np.dtype):
+            dtype = numpy_support.as_dtype(dtype)
+        return _local_array(np.empty(shape, dtype), _allocation_name(sys._getframe(1), "local array"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Running a block: threads, barriers and warp rendezvous.
+#
+# A thread switch costs tens of microseconds, as much as a simple kernel's whole body, and starting an
+# OS thread more. So simulated threads are not OS threads. A pool of worker threads, kept from one
+# block (and launch) to the next, runs them, and only one simulated thread runs at a time: it holds
+# the baton until it blocks (at a barrier or a warp intrinsic) or exits, then hands it on. A worker
+# whose thread exits starts the next thread of the block (tid order) itself, with no switch at all,
+# so a kernel with no barrier runs on one worker. A worker whose thread blocks sleeps on a lock of its
+# own; the baton goes to a thread that a barrier or rendezvous has let go, else to a fresh worker that
+# starts the next thread. With barriers every thread of the block ends up on a worker of its own, as
+# every thread of a block is resident at once on a GPU. One runner at a time also makes the schedule
+# deterministic. A thread that runs on and on without blocking (spinning on a flag that a later
+# thread sets) would hold the baton forever, so after a while without a hand-over the launching
+# thread lets one more thread run.
+#
+# The block counts its running threads (started or not); when the last one blocks or exits nobody
+# else can make progress, so that thread decides: release the barrier, or report the bug that stops
+# it (a thread exited or waits at another barrier, a warp intrinsic waits for a lane held elsewhere).
+
+_RUNNING, _AT_BARRIER, _IN_WARP_OP, _EXITED = range(4)
+_reverse_order = False  # see thread_order()
+_WATCHDOG_S = 0.05  # without a hand-over for this long, let one more thread run
+
+
+class _Warp:
+    __slots__ = ("index", "alive", "n_running", "pending", "threads", "syncs")
+
+    def __init__(self, index: int):
+        self.index = index
+        self.alive = 0  # bit per lane not yet exited
+        self.n_running = 0
+        self.pending: list[_Episode] = []  # rendezvous in progress
+        self.threads: dict[int, _SimThread] = {}
+        self.syncs: list[int] = []  # lanes that took part in each completed syncwarp, in order
+
+
+class _Episode:
+    """One warp intrinsic call, met by every lane its mask names that is still alive."""
+
+    __slots__ = ("op", "mask", "arrived", "payload", "results")
+
+    def __init__(self, op: str, mask: int):
+        self.op = op
+        self.mask = mask
+        self.arrived = 0
+        self.payload: dict = {}
+        self.results: dict = {}
+
+
+class _SimThread:
+    """The state of one simulated CUDA thread."""
+
+    __slots__ = ("block", "blockIdx", "threadIdx", "tid", "lane", "warp", "state", "site",
+                 "barrier_kind", "barrier_value", "barrier_result", "episode", "waiting", "aborted",
+                 "worker")
+
+    def __init__(self, block, thread_idx, tid: int):
+        self.block = block
+        self.blockIdx = block.blockIdx
+        self.threadIdx = Dim3(*thread_idx)
+        self.tid = tid
+        self.lane = tid & 31
+        self.warp = block.warps[tid >> 5]
+        self.state = _RUNNING
+        self.site = None
+        self.barrier_kind = self.barrier_value = self.barrier_result = None
+        self.episode = None
+        self.waiting = False  # asleep on its worker's wake lock, owed exactly one release
+        self.aborted = False
+        self.worker = None
+
+
+_idle: list = []  # workers with no block to work for
+
+
+class _Worker(threading.Thread):
+    """An OS thread that runs simulated threads one after another.
+
+    While it runs one, it stands for it: the simulator's ``cuda`` module reads
+    ``threading.current_thread().threadIdx`` and friends, which the block sets here.
+    """
+
+    def __init__(self):
+        super().__init__(daemon=True, name="cuda-sim-worker")
+        self.go = threading.Lock()
+        self.go.acquire()
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self.block = None
+        self.sim = None
+
+    def run(self):
+        while True:
+            self.go.acquire()
+            self.block.work(self)
+
+    def sleep(self):
+        """Wait, the block lock not held, for the baton (or the news that the block failed)."""
+        self.wake.acquire()
+        if self.sim.aborted:
+            raise _Abort
+
+    # the stock GridGroup.sync() calls this
+    def syncthreads(self):
+        f = sys._getframe(2)
+        return self.block.barrier(self, (f.f_code, f.f_lineno), "syncthreads", None)
+
+
+class _Block:
+    """Replaces the simulator's BlockManager: runs one block of a launch."""
+
+    def __init__(self, f, grid_dim, block_dim, debug):
+        self.fn = f
+        self.kernel_name = getattr(f, "__name__", "kernel")
+        self.grid_dim = grid_dim
+        self.block_dim = tuple(block_dim)
+        self.debug = debug
+        self.lock = threading.Lock()
+        self.finished = threading.Event()  # every worker is done with the block, or a thread failed
+        self.all_returned = threading.Event()  # every worker is back in the pool
+        self.error = None
+        self.at_barrier: list[_SimThread] = []
+        self.ready: collections.deque[_SimThread] = collections.deque()  # let go, waiting for the baton
+        self.shared: dict = {}
+        self.tracker = _RaceTracker()
+        self.dyn_buffer = None
+        self.dyn_table = None
+
+    def _kernel_args(self, args):
+        code = getattr(self.fn, "__code__", None)
+        names = code.co_varnames[: code.co_argcount] if code is not None else ()
+        out = []
+        for k, a in enumerate(args):
+            if a.__class__ is FakeWithinKernelCUDAArray:
+                item = a._item
+                if isinstance(item._ary, np.ndarray) and item._ary.ndim > 0:
+                    name = names[k] if k < len(names) else f"#{k}"
+                    a = _kernel_array(item, f"array '{name}'")
+            out.append(a)
+        return out
+
+    def run(self, grid_point, *args):
+        self.blockIdx = Dim3(*grid_point)
+        self.args = self._kernel_args(args)
+        bx, by, bz = self.block_dim
+        n = bx * by * bz
+        self.n_threads = self.n_alive = self.n_running = n
+        self.warps = [_Warp(w) for w in range((n + 31) // 32)]
+        self.sims = []
+        for z in range(bz):
+            for y in range(by):
+                for x in range(bx):
+                    s = _SimThread(self, (x, y, z), len(self.sims))
+                    s.warp.alive |= 1 << s.lane
+                    s.warp.threads[s.lane] = s
+                    self.sims.append(s)
+        for w in self.warps:
+            w.n_running = w.alive.bit_count()
+        self.reverse = _reverse_order
+        self.next_tid = 0  # how many threads have started
+        self.n_workers = 0  # workers working for this block
+        self.n_active = 0  # ... of which running a thread (normally one: the baton's holder)
+        self.handovers = 0
+        with self.lock:
+            self._spawn()
+        seen = -1
+        while not self.finished.wait(_WATCHDOG_S):
+            with self.lock:
+                if self.error is None and self.handovers == seen:
+                    self._dispatch(force=True)
+                seen = self.handovers
+        if self.error is not None:
+            exc, tb = self.error
+            # let the woken threads unwind before anything else runs; a thread that never blocks
+            # again (an endless loop) is left behind and its worker is not reused
+            self.all_returned.wait(2.0)
+            raise exc.with_traceback(tb)
+
+    # ---- the baton (the lock held)
+
+    def _spawn(self):
+        w = _idle.pop() if _idle else None
+        if w is None:
+            w = _Worker()
+            w.start()
+        w.block = self
+        self.n_workers += 1
+        self.n_active += 1
+        w.go.release()
+
+    def _next_to_start(self):
+        if self.error is None and self.next_tid < self.n_threads:
+            s = self.sims[~self.next_tid if self.reverse else self.next_tid]
+            self.next_tid += 1
+            self.handovers += 1
+            return s
+        return None
+
+    def _dispatch(self, force=False):
+        """Nobody runs (or the watchdog says nobody gets on): give the baton to a thread."""
+        if self.error is not None or (self.n_active and not force):
+            return
+        if self.ready:
+            s = self.ready.popleft()
+            s.waiting = False
+            self.n_active += 1
+            self.handovers += 1
+            s.worker.wake.release()
+        elif self.next_tid < self.n_threads:
+            self._spawn()
+
+    def _park(self, s: _SimThread):
+        s.waiting = True
+        self.n_active -= 1
+        self.handovers += 1
+
+    def work(self, w: _Worker):
+        """Run threads of the block on worker ``w`` until there is none left to start."""
+        fn, args = self.fn, self.args
+        errstate = np.seterr(divide="raise") if self.debug else None
+        with self.lock:
+            s = self._next_to_start()
+        while s is not None:
+            s.worker = w
+            w.sim = s
+            w.threadIdx = s.threadIdx
+            w.blockIdx = s.blockIdx
+            w.thread_id = w.tid = s.tid
+            w.lane = s.lane
+            w.warp = s.warp
+            try:
+                fn(*args)
+            except _Abort:
+                pass
+            except BaseException as e:
+                self.fail(e, s, e.__traceback__)
+            with self.lock:
+                self._exited(s)
+                s = self._next_to_start()
+        with self.lock:
+            self.n_workers -= 1
+            self.n_active -= 1
+            last = self.n_workers == 0
+            self._dispatch()
+        if errstate is not None:
+            np.seterr(**errstate)
+        w.block = w.sim = None
+        _idle.append(w)
+        if last:
+            self.all_returned.set()
+            self.finished.set()
+
+    # ---- failure
+
+    def fail(self, exc, s=None, tb=None):
+        with self.lock:
+            self._fail_locked(exc, s, tb)
+
+    def _fail_locked(self, exc, s=None, tb=None):
+        if self.error is not None:
+            return
+        if s is not None and not isinstance(exc, SimulatorCheckError):
+            # as the stock simulator does: say which thread raised
+            prefix = f"tid={list(s.threadIdx)} ctaid={list(s.blockIdx)}"
+            try:
+                exc = type(exc)(f"{prefix}: {exc}" if str(exc) else prefix)
+            except Exception:
+                pass
+        self.error = (exc, tb)
+        self.ready.clear()
+        for u in self.sims:
+            if u.waiting:
+                u.waiting = False
+                u.aborted = True
+                u.worker.wake.release()
+        self.finished.set()
+
+    # ---- block barrier
+
+    def barrier(self, w: _Worker, site, kind: str, value):
+        s = w.sim
+        with self.lock:
+            if self.error is not None:
+                raise _Abort
+            s.state = _AT_BARRIER
+            s.site = site
+            s.barrier_kind = kind
+            s.barrier_value = value
+            self.at_barrier.append(s)
+            self.n_running -= 1
+            s.warp.n_running -= 1
+            self._park(s)
+            self._progress(s.warp)
+            self._dispatch()
+        w.sleep()
+        return s.barrier_result
+
+    def _release_barrier(self):
+        waiting = sorted(self.at_barrier, key=lambda s: s.tid, reverse=self.reverse)
+        kind = waiting[0].barrier_kind
+        result = None
+        if kind == "syncthreads_count":
+            result = sum(1 for s in waiting if s.barrier_value)
+        elif kind == "syncthreads_and":
+            result = int(all(s.barrier_value for s in waiting))
+        elif kind == "syncthreads_or":
+            result = int(any(s.barrier_value for s in waiting))
+        self.at_barrier = []
+        self.tracker.clear()  # every shared access so far is now ordered before every later one
+        self.n_running = self.n_alive
+        for warp in self.warps:
+            warp.n_running = warp.alive.bit_count()
+        for s in waiting:
+            s.state = _RUNNING
+            s.barrier_result = result
+        self.ready.extend(waiting)
+
+    # ---- warp rendezvous
+
+    def warp_op(self, w: _Worker, op: str, mask: int, payload, site):
+        s = w.sim
+        lane = s.lane
+        bit = 1 << lane
+        if not mask & bit:
+            raise WarpSyncError(
+                f"{_who(s)} (lane {lane}) calls {op} at {_where(site)} with mask {mask:#010x}, which "
+                f"does not name its own lane: include every calling lane in the mask (e.g. 0xFFFFFFFF, "
+                f"or cuda.activemask())"
+            )
+        warp = s.warp
+        with self.lock:
+            if self.error is not None:
+                raise _Abort
+            for ep in warp.pending:
+                if ep.op == op and ep.mask == mask and not ep.arrived & bit:
+                    break
+            else:
+                ep = _Episode(op, mask)
+                warp.pending.append(ep)
+            ep.arrived |= bit
+            ep.payload[lane] = payload
+            s.state = _IN_WARP_OP
+            s.site = site
+            s.episode = ep
+            self.n_running -= 1
+            warp.n_running -= 1
+            if op != "activemask" and not mask & warp.alive & ~ep.arrived:
+                self._complete(warp, ep)  # the last lane to arrive keeps the baton
+                return ep.results[lane]
+            self._park(s)
+            self._progress(warp)
+            self._dispatch()
+        w.sleep()
+        return ep.results[lane]
+
+    def _complete(self, warp: _Warp, ep: _Episode):
+        ep.results = _RESULTS[ep.op](ep)
+        warp.pending.remove(ep)
+        if ep.op == "syncwarp":
+            warp.syncs.append(ep.arrived)
+        n = ep.arrived.bit_count()
+        warp.n_running += n
+        self.n_running += n
+        for lane in sorted(ep.payload, reverse=self.reverse):
+            u = warp.threads[lane]
+            u.state = _RUNNING
+            if u.waiting:
+                self.ready.append(u)
+
+    # ---- progress and exits (the lock held)
+
+    def _progress(self, warp: _Warp):
+        if self.error is not None:
+            return
+        if warp.n_running == 0:
+            # every lane of the warp is blocked or gone: those in activemask() see who is here
+            for ep in [e for e in warp.pending if e.op == "activemask"]:
+                self._complete(warp, ep)
+        if self.n_running == 0 and self.n_alive > 0:
+            self._resolve()
+
+    def _exited(self, s: _SimThread):
+        s.state = _EXITED
+        self.n_alive -= 1
+        self.n_running -= 1
+        self.handovers += 1
+        warp = s.warp
+        warp.alive &= ~(1 << s.lane)
+        warp.n_running -= 1
+        if self.error is None:
+            # a lane that has exited no longer holds up a rendezvous that names it
+            for ep in [e for e in warp.pending if e.op != "activemask"]:
+                if not ep.mask & warp.alive & ~ep.arrived:
+                    self._complete(warp, ep)
+            self._progress(warp)
+
+    def _resolve(self):
+        """No thread is running: release the barrier, or report why the block cannot go on."""
+        waiting = self.at_barrier
+        if len(waiting) < self.n_alive:
+            self._fail_locked(self._warp_deadlock())
+            return
+        first = min(waiting, key=lambda s: s.tid)
+        if self.n_alive < self.n_threads:
+            gone = next(s for s in self.sims if s.state == _EXITED)
+            self._fail_locked(BarrierDivergence(
+                f"{_who(first)} waits at cuda.syncthreads() ({_where(first.site)}), but thread "
+                f"{_dim3(gone.threadIdx)} exited the kernel without reaching it: every thread of a "
+                f"block must reach every barrier; instead of returning early (or syncing inside an "
+                f"`if` that only some threads take), guard the work and keep the barrier outside it"
+            ))
+            return
+        other = next((s for s in waiting if s.site != first.site), None)
+        if other is not None:
+            self._fail_locked(BarrierDivergence(
+                f"{_who(first)} waits at cuda.syncthreads() ({_where(first.site)}), but thread "
+                f"{_dim3(other.threadIdx)} waits at a different barrier ({_where(other.site)}): every "
+                f"thread of a block must reach the same barriers; move cuda.syncthreads() out of the "
+                f"branch that only some threads take"
+            ))
+            return
+        self._release_barrier()
+
+    def _warp_deadlock(self) -> WarpSyncError:
+        s = next(s for s in self.sims if s.state == _IN_WARP_OP)
+        ep = s.episode
+        missing = ep.mask & s.warp.alive & ~ep.arrived
+        if missing:
+            lane = (missing & -missing).bit_length() - 1
+            u = s.warp.threads[lane]
+            if u.state == _AT_BARRIER:
+                doing = f"waits at cuda.syncthreads() ({_where(u.site)})"
+            else:
+                doing = f"waits in {u.episode.op} ({_where(u.site)}) with mask {u.episode.mask:#010x}"
+            about = f"lane {lane} (thread {_dim3(u.threadIdx)}), which {doing}"
+        else:
+            about = "lanes that never arrive"
+        return WarpSyncError(
+            f"{_who(s)} (lane {s.lane}) waits in {ep.op} ({_where(s.site)}) with mask {ep.mask:#010x} "
+            f"for {about}: every lane named in the mask must call the same warp intrinsic; name only "
+            f"the lanes that take this branch in the mask, or move the call out of the branch"
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# What each warp intrinsic returns, computed once all its lanes have met. Lanes are those that took
+# part (the mask's lanes still alive).
+
+
+def _shfl_source(op: str, lane: int, b: int):
+    """The source lane of numba-cuda's shfl.sync (width 32: c = 0x1f, or 0 for up), or None."""
+    b &= 31  # the instruction reads the low 5 bits of the lane operand
+    if op == "shfl_sync":
+        return b
+    if op == "shfl_up_sync":
+        j = lane - b
+        return j if j >= 0 else None
+    if op == "shfl_down_sync":
+        j = lane + b
+        return j if j < WARP_SIZE else None
+    return lane ^ b
+
+
+def _shuffle(ep: _Episode) -> dict:
+    vals = ep.payload  # lane -> (value, lane operand)
+    out = {}
+    for lane, (v, b) in vals.items():
+        j = _shfl_source(ep.op, lane, b)
+        if j is None or j not in vals:
+            out[lane] = v  # out of the warp: own value; a lane not taking part: undefined on a GPU
+        else:
+            src = vals[j][0]
+            out[lane] = src if src.__class__ is v.__class__ else v.__class__(src)
+    return out
+
+
+def _as_int32(bits: int) -> np.int32:
+    return np.int32(bits - (1 << 32) if bits & 0x80000000 else bits)
+
+
+def _ballot(ep: _Episode) -> dict:
+    bits = 0
+    for lane, p in ep.payload.items():
+        if p:
+            bits |= 1 << lane
+    r = _as_int32(bits)
+    return dict.fromkeys(ep.payload, r)
+
+
+def _vote(fn):
+    def vote(ep: _Episode) -> dict:
+        r = bool(fn([bool(p) for p in ep.payload.values()]))
+        return dict.fromkeys(ep.payload, r)
+
+    return vote
+
+
+def _bit_pattern(v):
+    if isinstance(v, (float, np.floating)):
+        fmt = "<f" if isinstance(v, np.float32) else "<d"
+        return struct.pack(fmt, v)
+    return int(v)
+
+
+def _match_any(ep: _Episode) -> dict:
+    groups: dict = {}
+    for lane, v in ep.payload.items():
+        groups[_bit_pattern(v)] = groups.get(_bit_pattern(v), 0) | (1 << lane)
+    return {lane: _as_int32(groups[_bit_pattern(v)]) for lane, v in ep.payload.items()}
+
+
+def _match_all(ep: _Episode) -> dict:
+    same = len({_bit_pattern(v) for v in ep.payload.values()}) == 1
+    r = (_as_int32(ep.mask if same else 0), same)  # match.all gives back the member mask
+    return dict.fromkeys(ep.payload, r)
+
+
+def _activemask(ep: _Episode) -> dict:
+    return dict.fromkeys(ep.payload, np.uint32(ep.arrived))
+
+
+_RESULTS = {
+    "shfl_sync": _shuffle,
+    "shfl_up_sync": _shuffle,
+    "shfl_down_sync": _shuffle,
+    "shfl_xor_sync": _shuffle,
+    "ballot_sync": _ballot,
+    "all_sync": _vote(all),
+    "any_sync": _vote(any),
+    "eq_sync": _vote(lambda ps: all(ps) or not any(ps)),
+    "match_any_sync": _match_any,
+    "match_all_sync": _match_all,
+    "activemask": _activemask,
+    "syncwarp": lambda ep: dict.fromkeys(ep.payload),
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# The cuda.* functions a kernel calls. Argument types follow numba-cuda's typing, so a kernel that
+# runs here also compiles for the GPU.
+
+_SHFL_TYPES = (int, float, np.int32, np.int64, np.float32, np.float64)
+
+
+def _mask(mask, op: str) -> int:
+    try:
+        return operator.index(mask) & FULL_MASK  # the instruction takes the low 32 bits
+    except TypeError:
+        raise TypeError(f"{op}: the mask must be an integer, got {type(mask).__name__}") from None
+
+
+def _collective(op: str, mask, payload):
+    t = threading.current_thread()
+    f = sys._getframe(2)
+    return t.block.warp_op(t, op, _mask(mask, op), payload, (f.f_code, f.f_lineno))
+
+
+def _shfl(op: str, mask, value, b):
+    if value.__class__ not in _SHFL_TYPES:
+        raise TypeError(f"{op} only supports 32- and 64-bit ints and floats, got "
+                        f"{type(value).__name__} {value!r}")
+    return _collective(op, mask, (value, operator.index(b)))
+
+
+def _predicate(op: str, p):
+    if isinstance(p, (float, np.floating, complex)):
+        raise TypeError(f"{op}: the predicate must be an integer or boolean, got {type(p).__name__}")
+    return p
+
+
+def shfl_sync(self, mask, value, src_lane):
+    """The value of ``value`` in lane ``src_lane`` (taken modulo 32)."""
+    return _shfl("shfl_sync", mask, value, src_lane)
+
+
+def shfl_up_sync(self, mask, value, delta):
+    """The value of ``value`` in lane ``laneid - delta``; lanes below ``delta`` keep their own."""
+    return _shfl("shfl_up_sync", mask, value, delta)
+
+
+def shfl_down_sync(self, mask, value, delta):
+    """The value of ``value`` in lane ``laneid + delta``; lanes past the warp's end keep their own."""
+    return _shfl("shfl_down_sync", mask, value, delta)
+
+
+def shfl_xor_sync(self, mask, value, lane_mask):
+    """The value of ``value`` in lane ``laneid ^ lane_mask`` (a butterfly exchange)."""
+    return _shfl("shfl_xor_sync", mask, value, lane_mask)
+
+
+def ballot_sync(self, mask, predicate):
+    """An int32 whose bit i is set when lane i takes part and its predicate is nonzero."""
+    return _collective("ballot_sync", mask, _predicate("ballot_sync", predicate))
+
+
+def all_sync(self, mask, predicate):
+    return _collective("all_sync", mask, _predicate("all_sync", predicate))
+
+
+def any_sync(self, mask, predicate):
+    return _collective("any_sync", mask, _predicate("any_sync", predicate))
+
+
+def eq_sync(self, mask, predicate):
+    return _collective("eq_sync", mask, _predicate("eq_sync", predicate))
+
+
+def match_any_sync(self, mask, value):
+    """The lanes (int32 mask) whose ``value`` has the same bits as this lane's."""
+    if value.__class__ not in _SHFL_TYPES:
+        raise TypeError(f"match_any_sync supports 32- and 64-bit ints and floats, got {type(value).__name__}")
+    return _collective("match_any_sync", mask, value)
+
+
+def match_all_sync(self, mask, value):
+    """(mask of the lanes, True) when every lane has the same ``value``, else (0, False)."""
+    if value.__class__ not in _SHFL_TYPES:
+        raise TypeError(f"match_all_sync supports 32- and 64-bit ints and floats, got {type(value).__name__}")
+    return _collective("match_all_sync", mask, value)
+
+
+def syncwarp(self, mask=FULL_MASK):
+    """Wait for the lanes of ``mask`` and order their memory accesses (before -> after)."""
+    _collective("syncwarp", mask, None)
+
+
+def activemask(self):
+    """The lanes of this warp that are here now: those that reach activemask() together.
+
+    On a GPU these are the lanes executing in convergence. Here a lane waits until every other lane of
+    its warp is either at activemask(), blocked elsewhere or exited, and the result names those at
+    activemask(): lanes that exited (an early return) or took another branch are not in it.
+    """
+    t = threading.current_thread()
+    f = sys._getframe(1)
+    return t.block.warp_op(t, "activemask", FULL_MASK, None, (f.f_code, f.f_lineno))
+
+
+def lanemask_lt(self):
+    return np.uint32((1 << threading.current_thread().lane) - 1)
+
+
+def _laneid(self):
+    return threading.current_thread().lane
+
+
+def _syncthreads(self):
+    t = threading.current_thread()
+    f = sys._getframe(1)
+    t.block.barrier(t, (f.f_code, f.f_lineno), "syncthreads", None)
+
+
+def _barrier_with(kind: str):
+    def sync(self, predicate):
+        t = threading.current_thread()
+        f = sys._getframe(1)
+        return t.block.barrier(t, (f.f_code, f.f_lineno), kind, predicate)
+
+    sync.__name__ = kind
+    return sync
+
+
+# Bit manipulation at the operand's width (a NumPy integer's own; a Python int as 32 bits when it fits,
+# else 64), so that a negative int32 such as a ballot with lane 31 set is read as its 32 bits.
+
+
+def _unsigned(val) -> tuple[int, int]:
+    if isinstance(val, np.integer):
+        width = val.dtype.itemsize * 8
+    else:
+        val = operator.index(val)
+        width = 32 if -(1 << 31) <= val < (1 << 32) else 64
+    return int(val) & ((1 << width) - 1), width
+
+
+def popc(self, val):
+    return _unsigned(val)[0].bit_count()
+
+
+def clz(self, val):
+    v, width = _unsigned(val)
+    return width - v.bit_length()
+
+
+def ffs(self, val):
+    v, _ = _unsigned(val)
+    return (v & -v).bit_length()
+
+
+def brev(self, val):
+    v, width = _unsigned(val)
+    return int(format(v, f"0{width}b")[::-1], 2)
+
+
+# Atomics: an atomic on shared memory is recorded as such (atomics do not race with one another),
+# and every atomic's index is checked like any other access.
+
+
+def _atomic_target(array, index):
+    if isinstance(array, (_LocalArray, _KernelArray)):
+        if _has_negative(index):
+            raise _negative_index(array, index, True)
+        if isinstance(array, _SharedArray) and _all_ints(index):
+            try:
+                array._a[index]
+            except IndexError:
+                raise _out_of_bounds(array, index, True) from None
+            _track(array, array._key(index), index, _ATOMIC)
+        return array._a
+    return array
+
+
+def _wrap_atomic(fn):
+    def atomic(self, array, index, *args):
+        return fn(self, _atomic_target(array, index), index, *args)
+
+    atomic.__name__ = fn.__name__
+    atomic.__doc__ = fn.__doc__
+    return atomic
+
+
+def _wrap_compare_and_swap(fn):
+    def compare_and_swap(self, array, old, val):
+        if isinstance(array, (_LocalArray, _KernelArray)):
+            array = _atomic_target(array, (0,) * array.ndim)
+        return fn(self, array, old, val)
+
+    return compare_and_swap
+
+
+# --------------------------------------------------------------------------------------------------
+# Installing
+
+
+def _wrap_module_init(init):
+    def __init__(self, grid_dim, block_dim, dynshared_size):
+        init(self, grid_dim, block_dim, dynshared_size)
+        self._shared = _Shared(dynshared_size)
+        self._local = _Local()
+
+    return __init__
+
+
+@contextlib.contextmanager
+def thread_order(order: str):
+    """Start the simulated threads of each block in ``"forward"`` (tid 0 first, the default) or
+    ``"reverse"`` order, and let threads go from barriers and warp intrinsics in that order.
+
+    The simulator runs one thread at a time, so a kernel that is correct only for one order (a
+    race the checks cannot see, such as one on global memory) can give a different answer in the
+    other: running it both ways is a cheap way to shake such bugs out.
+    """
+    if order not in ("forward", "reverse"):
+        raise ValueError(f"thread_order: 'forward' or 'reverse', got {order!r}")
+    global _reverse_order
+    old, _reverse_order = _reverse_order, order == "reverse"
+    try:
+        yield
+    finally:
+        _reverse_order = old
+
+
+_installed = False
 
 
 def install() -> None:
-    pass
+    """Patch Numba's CUDA simulator in place (idempotent). Call before launching kernels."""
+    global _installed
+    if _installed:
+        return
+    module = _sim_api.FakeCUDAModule
+    for fn in (shfl_sync, shfl_up_sync, shfl_down_sync, shfl_xor_sync, ballot_sync, all_sync,
+               any_sync, eq_sync, match_any_sync, match_all_sync, syncwarp, activemask, lanemask_lt,
+               popc, clz, ffs, brev):
+        setattr(module, fn.__name__, fn)
+    module.laneid = property(_laneid)
+    module.syncthreads = _syncthreads
+    for kind in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
+        setattr(module, kind, _barrier_with(kind))
+    module.__init__ = _wrap_module_init(module.__init__)
+
+    atomic = _sim_api.FakeCUDAAtomic
+    for name in ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax",
+                 "nanmin", "cas"):
+        setattr(atomic, name, _wrap_atomic(getattr(atomic, name)))
+    atomic.compare_and_swap = _wrap_compare_and_swap(atomic.compare_and_swap)
+
+    _sim_kernel.BlockManager = _Block
+    _installed = True
