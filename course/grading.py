@@ -75,6 +75,7 @@ class Grader:
         inputs, seed = self.inputs(n, version, *parts)
         expected = self.solution.reference(*inputs)
         got = getattr(self.target, version)(*inputs)
+        rtol = rtol if rtol is not None else getattr(self.solution, "RTOL", None)
         report = checking.compare(got, expected, rtol=rtol, name=f"{version}(n={n})")
         if not report.ok:
             raise checking.MismatchError(f"{report.text}\n  (inputs: make_inputs({n!r}, seed={seed}))")

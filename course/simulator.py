@@ -1164,11 +1164,11 @@ def _collective(op: str, mask, payload):
     return t.block.warp_op(t, op, _mask(mask, op), payload, (f.f_code, f.f_lineno))
 
 
-def _shfl(op: str, mask, value, b):
+def _shfl(op: str, value, b):
     if value.__class__ not in _SHFL_TYPES:
         raise TypeError(f"{op} only supports 32- and 64-bit ints and floats, got "
                         f"{type(value).__name__} {value!r}")
-    return _collective(op, mask, (value, operator.index(b)))
+    return value, operator.index(b)
 
 
 def _predicate(op: str, p):
@@ -1179,22 +1179,22 @@ def _predicate(op: str, p):
 
 def shfl_sync(self, mask, value, src_lane):
     """The value of ``value`` in lane ``src_lane`` (taken modulo 32)."""
-    return _shfl("shfl_sync", mask, value, src_lane)
+    return _collective("shfl_sync", mask, _shfl("shfl_sync", value, src_lane))
 
 
 def shfl_up_sync(self, mask, value, delta):
     """The value of ``value`` in lane ``laneid - delta``; lanes below ``delta`` keep their own."""
-    return _shfl("shfl_up_sync", mask, value, delta)
+    return _collective("shfl_up_sync", mask, _shfl("shfl_up_sync", value, delta))
 
 
 def shfl_down_sync(self, mask, value, delta):
     """The value of ``value`` in lane ``laneid + delta``; lanes past the warp's end keep their own."""
-    return _shfl("shfl_down_sync", mask, value, delta)
+    return _collective("shfl_down_sync", mask, _shfl("shfl_down_sync", value, delta))
 
 
 def shfl_xor_sync(self, mask, value, lane_mask):
     """The value of ``value`` in lane ``laneid ^ lane_mask`` (a butterfly exchange)."""
-    return _shfl("shfl_xor_sync", mask, value, lane_mask)
+    return _collective("shfl_xor_sync", mask, _shfl("shfl_xor_sync", value, lane_mask))
 
 
 def ballot_sync(self, mask, predicate):
