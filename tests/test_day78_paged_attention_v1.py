@@ -1,0 +1,109 @@
+"""Day 78 grader: PagedAttention v1, one thread per (sequence, head) and one block per (sequence, head).
+
+Inputs come from the solution's make_inputs: random non-contiguous block tables whose unused entries
+are garbage, and a cache whose unused slots are NaN, so any read past a context length shows up.
+"""
+
+import numpy as np
+import pytest
+
+from course import checking
+from course.grading import Grader
+
+g = Grader(78)
+sol = g.solution
+Config = sol.Config
+
+# float32 sums over a few hundred exp-weighted terms: 5e-4 leaves room for summation order, and a
+# kernel that reads one garbage slot or drops the max still misses by orders of magnitude (or NaN).
+RTOL = 5e-4
+
+test_matches_reference = g.matches_reference(rtol=RTOL)
+
+
+def _with_context(xs, s, value):
+    lens = xs[4].copy()
+    lens[s] = value
+    return xs[:4] + (lens,) + xs[5:]
+
+
+def _with_table_entry(xs, value):
+    tables = xs[3].copy()
+    tables[0, 0] = value
+    return xs[:3] + (tables,) + xs[4:]
+
+
+test_rejects_bad_inputs = g.rejects_bad_inputs(
+    sol.TEST_SIZES[0],
+    extra_cases={
+        "context-zero": lambda xs: _with_context(xs, 1, 0),
+        "context-past-table": lambda xs: _with_context(xs, 0, xs[3].shape[1] * xs[1].shape[1] + 1),
+        "block-id-negative": lambda xs: _with_table_entry(xs, -1),
+        "block-id-past-cache": lambda xs: _with_table_entry(xs, xs[1].shape[0]),
+        "heads-not-a-multiple": lambda xs: (np.ascontiguousarray(xs[0][:, :3]),) + xs[1:],
+        "head-dim-mismatch": lambda xs: (np.ascontiguousarray(xs[0][:, :, :16]),) + xs[1:],
+        "value-dtype-differs": lambda xs: xs[:2] + (xs[2].astype(np.float16),) + xs[3:],
+        "value-shape-differs": lambda xs: xs[:2] + (np.ascontiguousarray(xs[2][:-1]),) + xs[3:],
+        "tables-wrong-rows": lambda xs: xs[:3] + (np.ascontiguousarray(xs[3][:-1]),) + xs[4:],
+        "context-lens-2d": lambda xs: xs[:4] + (xs[4][:, None].copy(),) + xs[5:],
+        "scale-not-finite": lambda xs: xs[:5] + (float("nan"),),
+    },
+)
+
+
+def max_logit(query, key_cache, value_cache, block_tables, context_lens, scale):
+    """The largest |logit| of the inputs, gathered the same plain way as the reference."""
+    bs, group = key_cache.shape[1], query.shape[1] // key_cache.shape[2]
+    top = 0.0
+    for s, ctx in enumerate(context_lens):
+        for t in range(ctx):
+            k = key_cache[block_tables[s, t // bs], t % bs].astype(np.float64)  # (kv_heads, dim)
+            for h in range(query.shape[1]):
+                top = max(top, abs(scale * float(k[h // group] @ query[s, h])))
+    return top
+
+
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_large_logits_do_not_overflow(version):
+    """Logits near +-1000: exp() overflows (float32 past 88, even float64 past 709) unless the
+    running max is subtracted first."""
+    g.require_implemented(version)
+    xs, seed = g.inputs(Config(2, 2, 1, 32, 8, 21, "float32"), version, "large")
+    xs = (xs[0] * np.float32(400.0),) + xs[1:]
+    assert max_logit(*xs) > 750, "the test needs logits whose exp overflows"
+    got = getattr(g.target, version)(*xs)
+    # Logits this large carry float32 rounding of ~1e-4 into every weight: a looser tolerance. A softmax
+    # without the max returns inf / inf = NaN, which no tolerance lets through.
+    checking.assert_matches(got, sol.reference(*xs), rtol=5e-3, name=f"{version} (seed {seed})")
+
+
+def test_optimized_uses_warps_and_shared_memory():
+    """Warps reduce q.k with shuffles; shared memory only merges the warps' partial softmaxes."""
+    rep = g.report("optimized")
+    assert rep.count("shfl.sync") > 0, "optimized: no warp shuffles (q.k should be a butterfly sum)"
+    assert rep.count("st.shared") > 0 and rep.count("ld.shared") > 0 and rep.count("bar.sync") > 0
+    assert rep.shared_bytes <= 8 * 1024, f"optimized: {rep.shared_bytes} B of shared memory: it must not grow " \
+        "with the context"
+    assert rep.stack_bytes == 0, f"optimized: {rep.stack_bytes} B of stack: per-lane arrays spilled to " \
+        "local memory"
+
+
+def test_naive_is_one_thread_per_head():
+    """The contrast: the naive kernel uses neither shuffles nor shared memory."""
+    rep = g.report("naive")
+    assert rep.count("shfl.sync") == 0 and rep.count("ld.shared") == 0 and rep.count("bar.sync") == 0
+
+
+GPU_CONFIGS = (
+    Config(8, 32, 8, 128, 16, 2048, "float16"),
+    Config(4, 16, 2, 128, 32, 3001, "float32"),
+    Config(6, 8, 1, 64, 8, 1500, "float16"),
+)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", GPU_CONFIGS, ids=[str(tuple(c)) for c in GPU_CONFIGS])
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_large_on_gpu(version, cfg):
+    """head_dim 128, thousands of tokens, all block sizes: the GPU sizes the simulator cannot run."""
+    g.run_and_compare(version, cfg, rtol=RTOL)

@@ -1,0 +1,71 @@
+"""Day 79 grader: GQA/MQA PagedAttention, one block per query head vs one block per KV head group."""
+
+import numpy as np
+import pytest
+
+from course.grading import Grader
+
+g = Grader(79)
+sol = g.solution
+Config = sol.Config
+
+RTOL = 5e-4  # float32 sums of exp-weighted rows, as on day 78
+
+test_matches_reference = g.matches_reference(rtol=RTOL)
+
+test_rejects_bad_inputs = g.rejects_bad_inputs(
+    sol.TEST_SIZES[1],
+    extra_cases={
+        "heads-not-a-multiple": lambda xs: (np.ascontiguousarray(xs[0][:, :5]),) + xs[1:],
+        "context-zero": lambda xs: xs[:4] + (np.where(np.arange(len(xs[4])) == 1, 0, xs[4]).astype(np.int32),)
+        + xs[5:],
+        "block-id-past-cache": lambda xs: xs[:3] + (np.where(np.arange(xs[3].size).reshape(xs[3].shape) == 0,
+                                                             xs[1].shape[0], xs[3]).astype(np.int32),) + xs[4:],
+        "head-dim-too-large": lambda xs: (np.zeros((xs[0].shape[0], xs[0].shape[1], 160), np.float32),)
+        + xs[1:],
+    },
+)
+
+
+def test_each_page_is_read_once_per_group():
+    """The optimized launch gives a block a whole group: it loads each K/V element once per group,
+    so its grid has num_kv_heads (x chunks) blocks per sequence, not num_heads."""
+    g.require_implemented("optimized")
+    xs, _ = g.inputs(Config(2, 8, 2, 32, 8, 11, "float32"), "once")
+    launched = []
+    kernel = g.target.paged_attention_gqa_kernel
+    original = type(kernel).__getitem__
+
+    class Spy:
+        def __getitem__(self, config):
+            launched.append(config[0])
+            return original(kernel, config)
+
+    g.target.paged_attention_gqa_kernel = Spy()
+    try:
+        g.target.optimized(*xs)
+    finally:
+        g.target.paged_attention_gqa_kernel = kernel
+    assert launched and np.prod(launched[0]) == 2 * 2, f"optimized launched grid {launched}: expected " \
+        "2 KV heads x 2 sequences = 4 blocks (group 4 fits one block)"
+
+
+def test_kernel_keeps_the_group_in_registers():
+    """q, accumulators and softmax state of up to MAX_GROUP heads stay in registers (no stack)."""
+    rep = g.report("optimized")
+    assert rep.stack_bytes == 0, f"{rep.stack_bytes} B of stack: the per-head arrays spilled to local memory"
+    assert rep.count("shfl.sync") > 0 and rep.count("bar.sync") > 0
+
+
+GPU_CONFIGS = (
+    Config(8, 32, 8, 128, 16, 2048, "float16"),
+    Config(4, 32, 1, 128, 32, 1500, "float16"),  # MQA with 32 heads: 8 chunks per KV head
+    Config(4, 16, 4, 64, 8, 999, "float32"),
+)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", GPU_CONFIGS, ids=[str(tuple(c)) for c in GPU_CONFIGS])
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_large_on_gpu(version, cfg):
+    g.run_and_compare(version, cfg, rtol=RTOL)
