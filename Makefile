@@ -24,7 +24,7 @@ run: setup            ## the destination: the newest complete day's naive vs opt
 	@$(COURSE) run
 
 test: setup           ## every day's reference solution against its grader
-	@$(PY) -m pytest -q
+	@$(PY) -m pytest -q -n auto --dist loadfile
 
 check: setup          ## grade your exercise: make check DAY=6
 	@$(COURSE) check $(DAY)

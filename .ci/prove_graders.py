@@ -24,13 +24,13 @@ import course  # noqa: E402,F401
 from course import days  # noqa: E402
 
 
-def run_grader(test_path: Path, target: str) -> dict[str, str]:
+def run_grader(test_path: Path, target: str, *extra: str) -> dict[str, str]:
     """Outcome per test id: passed / failed / skipped."""
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "report.xml"
         env = dict(os.environ, COURSE_TARGET=target)
         subprocess.run([sys.executable, "-m", "pytest", str(test_path), "-q", "-p", "no:cacheprovider",
-                        f"--junitxml={xml}", "-o", "junit_family=xunit2"], cwd=ROOT, env=env,
+                        f"--junitxml={xml}", "-o", "junit_family=xunit2", *extra], cwd=ROOT, env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not xml.exists():
             return {}
@@ -68,7 +68,7 @@ def main() -> int:
         number = int(re.match(r"day(\d\d)_", wrong.name).group(1))
         mistake = next((ln.split("MISTAKE:", 1)[1].strip() for ln in wrong.read_text().splitlines()
                         if "MISTAKE:" in ln), "?")
-        outcomes = run_grader(days.find(number).test_path, str(wrong))
+        outcomes = run_grader(days.find(number).test_path, str(wrong), "-x")  # one rejection is enough
         failed = sorted(k for k, v in outcomes.items() if v == "failed")
         if failed:
             print(f"ok   {wrong.name}: rejected by {len(failed)} test(s) ({mistake})")
