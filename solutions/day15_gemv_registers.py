@@ -1,0 +1,144 @@
+"""Day 15: register-tiled GEMV -- y = A x, A (rows, cols) float32, row-major.
+
+v1 naive      one thread per row walks its row: at each step the 32 lanes of a warp read 32 different
+              rows (32 separate memory transactions per load), and only `rows` threads exist to hide
+              the latency.
+v2 optimized  a warp per four rows: the lanes stride along the rows together (each load is one
+              coalesced 128-byte transaction per row), each x[k] is loaded once into a register and
+              used for all four rows, and the four partial sums meet through warp shuffles
+              (shfl_down_sync): no shared memory, no barrier.
+
+Napkin math: A is read once (4 bytes per multiply-add); x and y are noise next to it. 2 FLOPs per
+4 bytes: memory-bound. At the H200's ~4.1 TB/s, A of 32768 x 4096 (512 MB) takes ~0.13 ms.
+"""
+
+import numpy as np
+
+from course import cuda, launch
+from numba import float32
+
+TITLE = "Register-tiled GEMV"
+MEMORY_SPACE = "register"
+VERSIONS = ("naive", "optimized")
+# (rows, cols): one row; fewer columns than a warp; rows not a multiple of four; a warp +1; primes.
+TEST_SIZES = ((1, 1), (5, 31), (33, 33), (37, 257), (131, 100))
+BENCH_SIZES = ((32768, 4096),)  # A is 512 MB: ~9x the L2
+BOUND = "memory"
+THREADS = 256
+WARP = 32
+ROWS_PER_WARP = 4
+FULL_MASK = 0xFFFFFFFF
+
+
+def make_inputs(n, seed: int = 0):
+    rows, cols = n
+    rng = np.random.default_rng(seed)
+    # Positive means keep the sums well away from zero: a float32 dot product of thousands of
+    # zero-mean terms cancels, and its rounding error would swamp any tolerance.
+    a = rng.standard_normal((rows, cols), dtype=np.float32) + np.float32(0.5)
+    x = rng.uniform(0.5, 1.5, cols).astype(np.float32)
+    return a, x
+
+
+def reference(a, x):
+    return (a.astype(np.float64) @ x.astype(np.float64)).astype(np.float32)
+
+
+def traffic(a, x):
+    """(minimum bytes moved through device memory, FLOPs)."""
+    rows, cols = a.shape
+    return (a.size + cols + rows) * 4, 2 * rows * cols
+
+
+@cuda.jit
+def gemv_row_per_thread_kernel(a, x, y):  # a (rows, cols), x (cols,), y (rows,)
+    r = cuda.grid(1)
+    if r < a.shape[0]:
+        acc = float32(0.0)
+        for k in range(a.shape[1]):
+            # Neighbouring lanes sit a whole row apart: one load instruction touches 32 rows, 32
+            # sectors, and uses 4 bytes of each. Later steps hit those lines only if L1 kept them.
+            acc += a[r, k] * x[k]
+        y[r] = acc
+
+
+@cuda.jit
+def gemv_warp_rows_kernel(a, x, y):  # a (rows, cols), x (cols,), y (rows,)
+    rows, cols = a.shape
+    lane = cuda.threadIdx.x % WARP
+    warp = cuda.grid(1) // WARP
+    warp_stride = cuda.gridsize(1) // WARP * ROWS_PER_WARP
+    r0 = warp * ROWS_PER_WARP
+    while r0 < rows:  # the same trip count for every lane of the warp: the shuffles below see all 32
+        # Rows past the end are clamped onto the last row: the loads stay in bounds and stay in cache,
+        # and their sums are simply not stored.
+        r1 = min(r0 + 1, rows - 1)
+        r2 = min(r0 + 2, rows - 1)
+        r3 = min(r0 + 3, rows - 1)
+        acc0 = float32(0.0)
+        acc1 = float32(0.0)
+        acc2 = float32(0.0)
+        acc3 = float32(0.0)
+        k = lane
+        while k < cols:
+            # The warp reads 32 consecutive floats of each row: four 128-byte transactions, five
+            # independent loads in flight. x[k] lives in a register for all four rows.
+            xk = x[k]
+            acc0 += a[r0, k] * xk
+            acc1 += a[r1, k] * xk
+            acc2 += a[r2, k] * xk
+            acc3 += a[r3, k] * xk
+            k += WARP
+        # Tree over the lanes in registers: after offsets 16, 8, 4, 2, 1 lane 0 holds each row's sum.
+        offset = WARP // 2
+        while offset > 0:
+            acc0 += cuda.shfl_down_sync(FULL_MASK, acc0, offset)
+            acc1 += cuda.shfl_down_sync(FULL_MASK, acc1, offset)
+            acc2 += cuda.shfl_down_sync(FULL_MASK, acc2, offset)
+            acc3 += cuda.shfl_down_sync(FULL_MASK, acc3, offset)
+            offset //= 2
+        if lane == 0:
+            y[r0] = acc0
+            if r0 + 1 < rows:
+                y[r0 + 1] = acc1
+            if r0 + 2 < rows:
+                y[r0 + 2] = acc2
+            if r0 + 3 < rows:
+                y[r0 + 3] = acc3
+        r0 += warp_stride
+
+
+_SIG = "void(float32[:, ::1], float32[::1], float32[::1])"
+KERNELS = {"naive": (gemv_row_per_thread_kernel, _SIG), "optimized": (gemv_warp_rows_kernel, _SIG)}
+
+
+def _check(a, x):
+    launch.check_array("a", a, dtype=np.float32, ndim=2)
+    launch.check_array("x", x, dtype=np.float32, shape=(a.shape[1],))
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"a: expected at least one row and one column, got shape {tuple(a.shape)}")
+
+
+def naive(a, x):
+    _check(a, x)
+    d_a, d_x = launch.to_device(a, x)
+    y = launch.empty((a.shape[0],), np.float32)
+    gemv_row_per_thread_kernel[launch.blocks(a.shape[0], THREADS), THREADS](d_a, d_x, y)
+    return launch.result(y, a, x)
+
+
+def optimized(a, x):
+    _check(a, x)
+    d_a, d_x = launch.to_device(a, x)
+    y = launch.empty((a.shape[0],), np.float32)
+    warps = -(-a.shape[0] // ROWS_PER_WARP)
+    blocks = launch.grid_stride_blocks(warps * WARP, THREADS)
+    gemv_warp_rows_kernel[blocks, THREADS](d_a, d_x, y)
+    return launch.result(y, a, x)
+
+
+def library(a, x):
+    """cuBLAS GEMV through CuPy (a row of the benchmark table)."""
+    import cupy
+
+    return cupy.matmul(cupy.asarray(a), cupy.asarray(x))

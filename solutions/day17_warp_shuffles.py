@@ -1,0 +1,161 @@
+"""Day 17: warp shuffles -- row sums, out[r] = sum_k x[r, k], one block of 256 threads per row.
+
+Both versions share the load phase (each thread sums a strided slice of the row, four loads in
+flight); they differ only in how the block's 256 partial sums become one.
+
+v1 naive      a tree in shared memory: 256 -> 128 -> ... -> 1, a barrier after every halving
+              (eight barriers a row, and a shared-memory store and load per step).
+v2 optimized  warp shuffles: each warp folds its 32 partials in registers with shfl_down_sync
+              (five steps, no barrier), lane 0 of each warp writes one value to shared memory, and
+              after a single barrier warp 0 folds those eight the same way.
+
+Napkin math: 4 bytes read per element, one add; the output is one float per row. Memory-bound:
+at the H200's ~4.1 TB/s, 65536 x 2048 floats (512 MB) take ~0.13 ms. A row is only 8 KB, so the
+reduction at its end is a large share of each block's time: that is where v2 wins.
+"""
+
+import numpy as np
+
+from course import cuda, launch
+from numba import float32
+
+TITLE = "Warp shuffles"
+MEMORY_SPACE = "register"
+VERSIONS = ("naive", "optimized")
+# (rows, cols): one element; fewer columns than threads; a block +1; a prime; several trips a thread.
+TEST_SIZES = ((1, 1), (3, 255), (2, 257), (4, 1031), (5, 4099))
+BENCH_SIZES = ((65536, 2048),)  # 512 MB: ~9x the L2
+BOUND = "memory"
+THREADS = 256
+WARP = 32
+WARPS = THREADS // WARP
+FULL_MASK = 0xFFFFFFFF
+# 6 blocks of 256 threads fit on an SM at up to 42 registers a thread: the whole grid is resident at
+# once, so no second wave of blocks arrives late to stride over the same rows (measured best on an H200).
+BLOCKS_PER_SM = 6
+
+
+def make_inputs(n, seed: int = 0):
+    rows, cols = n
+    rng = np.random.default_rng(seed)
+    # Mean 1: row sums stay well away from zero, so float32 rounding cannot dominate the tolerance.
+    return (rng.standard_normal((rows, cols), dtype=np.float32) + np.float32(1.0),)
+
+
+def reference(x):
+    return x.astype(np.float64).sum(axis=1).astype(np.float32)
+
+
+def traffic(x):
+    """(minimum bytes moved through device memory, FLOPs)."""
+    return (x.size + x.shape[0]) * 4, x.size
+
+
+@cuda.jit(device=True)
+def row_partial(x, r, t):
+    """Thread t's share of row r: elements t, t + 256, t + 512, ... (four loads in flight a trip).
+    At each step the block reads 256 consecutive floats: 8 coalesced 128-byte transactions."""
+    cols = x.shape[1]
+    acc = float32(0.0)
+    k = t
+    while k + 3 * THREADS < cols:
+        v0, v1 = x[r, k], x[r, k + THREADS]
+        v2, v3 = x[r, k + 2 * THREADS], x[r, k + 3 * THREADS]
+        acc += (v0 + v1) + (v2 + v3)
+        k += 4 * THREADS
+    while k < cols:
+        acc += x[r, k]
+        k += THREADS
+    return acc
+
+
+@cuda.jit
+def sum_rows_shared_kernel(x, out):  # x (rows, cols), out (rows,)
+    partial = cuda.shared.array(THREADS, float32)
+    t = cuda.threadIdx.x
+    r = cuda.blockIdx.x
+    while r < x.shape[0]:  # the same trip count for the whole block: every barrier is reached by all
+        partial[t] = row_partial(x, r, t)
+        cuda.syncthreads()
+        s = THREADS // 2
+        while s > 0:
+            if t < s:
+                partial[t] += partial[t + s]
+            # Every halving reads what other threads wrote in the step before: a barrier each time.
+            cuda.syncthreads()
+            s //= 2
+        if t == 0:
+            out[r] = partial[0]
+        # No barrier needed before the next row's stores: after the last one above, only thread 0
+        # reads shared memory, and only partial[0], which no other thread writes.
+        r += cuda.gridDim.x
+
+
+@cuda.jit(device=True)
+def warp_sum(v):
+    """Sum over the 32 lanes of a warp; lane 0 ends with the total. Registers only: each step reads
+    the value of the lane `offset` above, so the tree halves without touching shared memory."""
+    offset = WARP // 2
+    while offset > 0:
+        v += cuda.shfl_down_sync(FULL_MASK, v, offset)
+        offset //= 2
+    return v
+
+
+@cuda.jit
+def sum_rows_shuffle_kernel(x, out):  # x (rows, cols), out (rows,)
+    # Two slots per warp, alternating by row: a fast warp may write the next row's partial while
+    # warp 0 still reads this row's, and the second slot keeps them apart without a second barrier.
+    warp_sums = cuda.shared.array((2, WARPS), float32)
+    t = cuda.threadIdx.x
+    lane = t % WARP
+    warp = t // WARP
+    r = cuda.blockIdx.x
+    slot = 0
+    while r < x.shape[0]:
+        v = warp_sum(row_partial(x, r, t))
+        if lane == 0:
+            warp_sums[slot, warp] = v
+        cuda.syncthreads()  # the only barrier of the row
+        if warp == 0:
+            v = warp_sums[slot, lane] if lane < WARPS else float32(0.0)
+            v = warp_sum(v)
+            if lane == 0:
+                out[r] = v
+        slot = 1 - slot
+        r += cuda.gridDim.x
+
+
+_SIG = "void(float32[:, ::1], float32[::1])"
+KERNELS = {"naive": (sum_rows_shared_kernel, _SIG), "optimized": (sum_rows_shuffle_kernel, _SIG)}
+
+
+def _check(x):
+    launch.check_array("x", x, dtype=np.float32, ndim=2)
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"x: expected at least one row and one column, got shape {tuple(x.shape)}")
+
+
+def _launch(kernel, x):
+    _check(x)
+    (d_x,) = launch.to_device(x)
+    out = launch.empty((x.shape[0],), np.float32)
+    # A block per row, as many blocks as the GPU holds at once; each block strides over the rows.
+    blocks = launch.grid_stride_blocks(x.shape[0] * THREADS, THREADS, BLOCKS_PER_SM)
+    kernel[blocks, THREADS](d_x, out)
+    return launch.result(out, x)
+
+
+def naive(x):
+    return _launch(sum_rows_shared_kernel, x)
+
+
+def optimized(x):
+    return _launch(sum_rows_shuffle_kernel, x)
+
+
+def library(x):
+    """CuPy's row sum (a row of the benchmark table)."""
+    import cupy
+
+    return cupy.sum(cupy.asarray(x), axis=1)

@@ -1,0 +1,172 @@
+"""Day 18 (checkpoint): row L2 normalisation -- y[r, :] = x[r, :] / max(||x[r, :]||_2, 1e-12).
+
+The unit in one kernel: coalesced loads (days 13-15), sums in registers with independent
+accumulators (days 11-14), warp shuffles (day 17), one path per warp (day 16).
+
+v1 naive      two kernels: a thread per row sums its squares (neighbouring lanes a row apart:
+              uncoalesced), writes 1/norm to a scratch array; then a thread per element scales.
+              x is read twice from DRAM and the scratch array makes a round trip.
+v2 optimized  one kernel, a warp per row: the lanes sweep the row together (coalesced, four loads
+              in flight), fold their sums of squares with a shfl_xor butterfly so every lane holds
+              the norm, then sweep again to scale and store. The second sweep re-reads a row this
+              warp touched microseconds earlier, so it comes from L1/L2: DRAM sees x once and y once.
+
+Napkin math: 8 bytes per element (read x, write y), 3 FLOPs: memory-bound. 131072 x 1024 floats is
+512 MB each way: ~0.26 ms at the H200's ~4.1 TB/s copy rate. v1 moves at least 12 bytes per element
+(x twice, y once) and its first kernel reads uncoalesced.
+"""
+
+import math
+
+import numpy as np
+
+from course import cuda, launch
+from numba import float32
+
+TITLE = "Checkpoint: fused row L2 normalisation"
+MEMORY_SPACE = "register"
+VERSIONS = ("naive", "optimized")
+# (rows, cols): one element; fewer columns than a warp; a warp +1; a prime; long rows; many rows.
+TEST_SIZES = ((1, 1), (3, 31), (7, 33), (5, 257), (2, 1031), (67, 40))
+BENCH_SIZES = ((131072, 1024),)  # 512 MB in, 512 MB out
+BOUND = "memory"
+THREADS = 256
+WARP = 32
+FULL_MASK = 0xFFFFFFFF
+# 6 blocks of 256 threads fit on an SM at up to 42 registers a thread: the whole grid is resident at
+# once, so no second wave of blocks arrives late to stride over the same rows (measured best on an H200).
+BLOCKS_PER_SM = 6
+EPS = np.float32(1e-12)  # as torch.nn.functional.normalize: a zero row stays zero
+
+
+def make_inputs(n, seed: int = 0):
+    rows, cols = n
+    rng = np.random.default_rng(seed)
+    # Rows of very different scales, so a norm taken from the wrong row shows.
+    scale = np.exp2(rng.integers(-4, 5, size=(rows, 1))).astype(np.float32)
+    return (rng.standard_normal((rows, cols), dtype=np.float32) * scale,)
+
+
+def reference(x):
+    v = x.astype(np.float64)
+    norm = np.sqrt((v * v).sum(axis=1, keepdims=True))
+    return (v / np.maximum(norm, float(EPS))).astype(np.float32)
+
+
+def traffic(x):
+    """(minimum bytes moved through device memory, FLOPs): x read once, y written once."""
+    return 2 * x.size * 4, 3 * x.size
+
+
+@cuda.jit
+def row_inv_norm_kernel(x, inv_norm):  # x (rows, cols), inv_norm (rows,)
+    r = cuda.grid(1)
+    if r < x.shape[0]:
+        ss = float32(0.0)
+        for k in range(x.shape[1]):
+            # Lanes a whole row apart: every load instruction touches 32 different rows.
+            v = x[r, k]
+            ss += v * v
+        inv_norm[r] = float32(1.0) / max(math.sqrt(ss), EPS)
+
+
+@cuda.jit
+def scale_rows_kernel(x, inv_norm, y):  # x, y (rows, cols), inv_norm (rows,)
+    r = cuda.blockIdx.x
+    while r < x.shape[0]:  # a block per row, striding over rows; the threads sweep the row: coalesced
+        s = inv_norm[r]
+        k = cuda.threadIdx.x
+        while k < x.shape[1]:
+            y[r, k] = x[r, k] * s
+            k += cuda.blockDim.x
+        r += cuda.gridDim.x
+
+
+@cuda.jit
+def l2norm_warp_kernel(x, y):  # x, y (rows, cols)
+    rows, cols = x.shape
+    lane = cuda.threadIdx.x % WARP
+    r = cuda.grid(1) // WARP
+    # Every lane of a warp has the same r, so loop trips and branches are warp-uniform and all 32
+    # lanes arrive at each shuffle.
+    while r < rows:
+        ss0 = float32(0.0)
+        ss1 = float32(0.0)
+        k = lane
+        while k + 3 * WARP < cols:
+            # Four independent 128-byte loads per warp in flight; two accumulators break the FMA chain.
+            v0, v1 = x[r, k], x[r, k + WARP]
+            v2, v3 = x[r, k + 2 * WARP], x[r, k + 3 * WARP]
+            ss0 += v0 * v0 + v1 * v1
+            ss1 += v2 * v2 + v3 * v3
+            k += 4 * WARP
+        while k < cols:
+            v0 = x[r, k]
+            ss0 += v0 * v0
+            k += WARP
+        ss = ss0 + ss1
+        # Butterfly: after offsets 16, 8, 4, 2, 1 every lane holds the full sum (no broadcast step).
+        offset = WARP // 2
+        while offset > 0:
+            ss += cuda.shfl_xor_sync(FULL_MASK, ss, offset)
+            offset //= 2
+        inv = float32(1.0) / max(math.sqrt(ss), EPS)
+        k = lane
+        while k + 3 * WARP < cols:
+            # The row was read a moment ago: these loads hit L1/L2, not DRAM.
+            v0, v1 = x[r, k], x[r, k + WARP]
+            v2, v3 = x[r, k + 2 * WARP], x[r, k + 3 * WARP]
+            y[r, k] = v0 * inv
+            y[r, k + WARP] = v1 * inv
+            y[r, k + 2 * WARP] = v2 * inv
+            y[r, k + 3 * WARP] = v3 * inv
+            k += 4 * WARP
+        while k < cols:
+            y[r, k] = x[r, k] * inv
+            k += WARP
+        r += cuda.gridsize(1) // WARP
+
+
+_SIG_NORM = "void(float32[:, ::1], float32[::1])"
+_SIG_SCALE = "void(float32[:, ::1], float32[::1], float32[:, ::1])"
+_SIG_FUSED = "void(float32[:, ::1], float32[:, ::1])"
+KERNELS = {
+    "naive": (row_inv_norm_kernel, _SIG_NORM),
+    "naive.scale": (scale_rows_kernel, _SIG_SCALE),
+    "optimized": (l2norm_warp_kernel, _SIG_FUSED),
+}
+
+
+def _check(x):
+    launch.check_array("x", x, dtype=np.float32, ndim=2)
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"x: expected at least one row and one column, got shape {tuple(x.shape)}")
+
+
+def naive(x):
+    _check(x)
+    (d_x,) = launch.to_device(x)
+    inv_norm = launch.empty((x.shape[0],), np.float32)
+    y = launch.empty(x.shape, np.float32)
+    row_inv_norm_kernel[launch.blocks(x.shape[0], THREADS), THREADS](d_x, inv_norm)
+    scale_blocks = launch.grid_stride_blocks(x.shape[0] * THREADS, THREADS, BLOCKS_PER_SM)
+    scale_rows_kernel[scale_blocks, THREADS](d_x, inv_norm, y)
+    return launch.result(y, x)
+
+
+def optimized(x):
+    _check(x)
+    (d_x,) = launch.to_device(x)
+    y = launch.empty(x.shape, np.float32)
+    fused_blocks = launch.grid_stride_blocks(x.shape[0] * WARP, THREADS, BLOCKS_PER_SM)
+    l2norm_warp_kernel[fused_blocks, THREADS](d_x, y)
+    return launch.result(y, x)
+
+
+def library(x):
+    """The same job as CuPy expressions: a norm reduction, then a broadcast divide (two kernels)."""
+    import cupy
+
+    v = cupy.asarray(x)
+    norm = cupy.sqrt(cupy.sum(v * v, axis=1, keepdims=True))
+    return v / cupy.maximum(norm, EPS)

@@ -1,0 +1,54 @@
+"""Day 02 grader: 2D grids, one thread per row against (32, 8) blocks along the columns."""
+
+import pytest
+
+from course.grading import Grader
+
+g = Grader(2)
+
+test_matches_reference = g.matches_reference()
+test_rejects_bad_inputs = g.rejects_bad_inputs(
+    extra_cases={
+        "bias-too-short": lambda xs: (xs[0], xs[1][:-1]),
+        "x-is-1d": lambda xs: (xs[0][0], xs[1]),
+        "bias-is-2d": lambda xs: (xs[0], xs[1][None, :]),
+    }
+)
+
+
+def test_optimized_strides_over_both_axes():
+    """More columns and rows than the grid has threads: both loops must go round more than once."""
+    g.run_and_compare("optimized", (70, 600))
+
+
+def test_optimized_tall_and_narrow():
+    """A single column: all the work is in the row loop, and most of each warp has no column."""
+    g.run_and_compare("optimized", (203, 1))
+
+
+def test_kernels_stay_in_registers():
+    """A bias add needs no shared or local memory: each value goes load -> register -> store."""
+    for label in ("naive", "optimized"):
+        rep = g.report(label)
+        assert not rep.uses_local_memory, f"{label}: {rep.stack_bytes} bytes of stack (local memory)"
+        assert rep.count("ld.shared") == rep.count("st.shared") == 0, f"{label} uses shared memory"
+
+
+def _global_loads(rep):
+    # Numba's PTX spells a global load either ld.global or a generic ld; count both.
+    return rep.count("ld.global") + rep.count("ld (generic)")
+
+
+def test_optimized_keeps_several_loads_in_flight():
+    """The optimized kernel unrolls its row loop: at least four independent loads of x per trip, plus
+    the bias load (one per column, not one per element)."""
+    opt = g.report("optimized")
+    assert _global_loads(opt) >= 5, (
+        f"optimized: {_global_loads(opt)} global loads in the PTX; expected the bias load plus at least "
+        "four loads of x in the unrolled loop and one in the tail")
+
+
+@pytest.mark.gpu
+def test_optimized_large():
+    """A matrix several times the L2, with awkward sides: every block edge is exercised."""
+    g.run_and_compare("optimized", (4099, 8191))

@@ -1,0 +1,224 @@
+"""Day 09 (deliberately wrong): 2D convolution -- a 5x5 filter from a constant bank over shared-memory tiles.
+
+MISTAKE: no barrier after staging the tile: a thread reads window rows and halo pixels
+that other warps may not have written yet.
+
+out[r, c] = sum_{i, j} FILTER_BANK[which, i, j] * img[r + i - MASK_RADIUS, c + j - MASK_RADIUS], zeros
+outside the image (a "same" correlation, as image filters are usually written).
+
+v1 naive      one thread per pixel, (32, 8) blocks along the rows: each of the 25 taps loads its
+              weight from a global copy of the bank and its pixel from global memory: 50 load
+              requests per output, all but a few served by L1.
+v2 optimized  the bank lives in constant memory (day 07) and each thread copies its filter's 25 taps
+              into registers once; each block stages a (68, 36) window of the image -- its
+              (64, 32) output tile and a 2-pixel halo all round -- in shared memory with coalesced
+              loads, then each thread slides a 5x5 register window down 8 rows of one column: 5
+              shared loads and 25 register FMAs per output, and coalesced stores straight to out.
+
+Napkin math: 8 bytes through DRAM per pixel (one read, one write) and 50 FLOPs: 6.25 FLOP/byte,
+under the H200's ~16 FLOP/byte ridge, so the floor is the copy rate: an (8192, 8192) image moves
+537 MB, ~0.13 ms at 4.1 TB/s, which is ~16 SM clocks per warp of 32 outputs. Naive spends ~50 L1
+requests on that warp (more where a row of 32 pixels straddles two cache lines): request-bound at
+roughly a third of the copy rate. The tile spends ~1.4 staging loads and as many stores, 7.5 shared loads
+and 25 FMA instructions spread over four schedulers: all under the 16 clocks, so DRAM binds again.
+"""
+
+import numpy as np
+
+from course import cuda, launch
+from numba import float32  # numba names only after the course import
+
+TITLE = "2D convolution: constant-memory filter bank, shared-memory tiles"
+MEMORY_SPACE = "shared + constant"
+VERSIONS = ("naive", "optimized")
+# (rows, cols): a pixel; smaller than the mask; a tile -1 each way; a tile +1 each way (2 x 2 blocks,
+# every tile edge crossed); primes (1 x 4 blocks, a ragged last tile).
+TEST_SIZES = ((1, 1), (3, 4), (63, 31), (65, 33), (37, 101))
+BENCH_SIZES = ((8192, 8192),)  # 268 MB in, 268 MB out: nine times the 60 MB L2
+BOUND = "memory"
+
+MASK_RADIUS = 2
+MASK_WIDTH = 2 * MASK_RADIUS + 1  # 5 x 5 = 25 taps
+BLOCK = (32, 8)  # (x = columns, y = rows): a warp is 32 pixels of one row
+THREADS = BLOCK[0] * BLOCK[1]
+ROWS_PER_THREAD = 8  # each thread slides its window down this many rows of its column
+TILE_W = BLOCK[0]  # (64, 32) outputs per block
+TILE_H = BLOCK[1] * ROWS_PER_THREAD
+SPAN_W = TILE_W + 2 * MASK_RADIUS  # (68, 36) inputs staged: the tile and its halo
+SPAN_H = TILE_H + 2 * MASK_RADIUS
+ROW_PASSES = -(-SPAN_H // BLOCK[1])  # 9 passes stage the span's first TILE_W columns, one row per warp
+EDGE_PASSES = -(-SPAN_H * 2 * MASK_RADIUS // THREADS)  # 2 passes stage its last 2R columns
+
+
+def _filter_bank() -> np.ndarray:
+    t = np.arange(-MASK_RADIUS, MASK_RADIUS + 1, dtype=np.float64)
+    g1 = np.exp(-0.5 * t**2)
+    gaussian = np.outer(g1, g1) / np.outer(g1, g1).sum()
+    box = np.full((MASK_WIDTH, MASK_WIDTH), 1.0 / MASK_WIDTH**2)
+    sharpen = -gaussian
+    sharpen[MASK_RADIUS, MASK_RADIUS] += 2.0  # 2 * identity - blur: keeps the mean, boosts edges
+    smooth = np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16.0
+    edge_x = np.outer(smooth, np.array([-1.0, -2.0, 0.0, 2.0, 1.0]) / 8.0)  # odd in x: a flip changes sign
+    # No symmetry at all: a kernel that flips or transposes the mask cannot pass with this one.
+    lopsided = np.random.default_rng(9).uniform(-0.5, 1.0, (MASK_WIDTH, MASK_WIDTH))
+    lopsided /= lopsided.sum()
+    return np.stack([gaussian, box, sharpen, edge_x, lopsided]).astype(np.float32)
+
+
+FILTER_BANK = _filter_bank()  # (NUM_FILTERS, MASK_WIDTH, MASK_WIDTH), compiled into the constant bank
+NUM_FILTERS = FILTER_BANK.shape[0]
+FILTER_NAMES = ("gaussian", "box", "sharpen", "edge-x", "lopsided")
+
+
+def make_inputs(n, seed: int = 0):
+    rows, cols = (n, n) if isinstance(n, int) else n
+    rng = np.random.default_rng(seed)
+    img = rng.standard_normal((rows, cols), dtype=np.float32)  # (rows, cols)
+    which = int(rng.integers(NUM_FILTERS))
+    return img, which
+
+
+def reference(img, which):
+    rows, cols = img.shape
+    padded = np.pad(img.astype(np.float64), MASK_RADIUS)  # zeros beyond every edge
+    out = np.zeros((rows, cols))
+    for i in range(MASK_WIDTH):
+        for j in range(MASK_WIDTH):
+            out += float(FILTER_BANK[which, i, j]) * padded[i:i + rows, j:j + cols]
+    return out.astype(np.float32)
+
+
+def traffic(img, which):
+    """(minimum bytes moved through device memory, floating-point operations)."""
+    return 2 * img.nbytes, 2 * MASK_WIDTH * MASK_WIDTH * img.size
+
+
+@cuda.jit
+def conv2d_naive_kernel(img, bank, which, out):
+    rows, cols = img.shape
+    c, r = cuda.grid(2)  # x walks the columns: a warp loads 32 neighbouring pixels of one row
+    if r < rows and c < cols:
+        acc = float32(0)
+        for i in range(MASK_WIDTH):
+            rr = r + i - MASK_RADIUS
+            for j in range(MASK_WIDTH):
+                cc = c + j - MASK_RADIUS
+                if 0 <= rr < rows and 0 <= cc < cols:
+                    # Pixel (rr, cc) is loaded again by the 24 other threads whose window covers it.
+                    acc += bank[which, i, j] * img[rr, cc]
+        out[r, c] = acc
+
+
+@cuda.jit
+def conv2d_tiled_kernel(img, which, out):
+    tile = cuda.shared.array((SPAN_H, SPAN_W), float32)  # (TILE_H + 2R, TILE_W + 2R) pixels of this block
+    # `which` is a run-time value, so the taps cannot be folded into the FMAs: they are read with
+    # ld.const, the same address for every lane of the block.
+    bank = cuda.const.array_like(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH, MASK_WIDTH)
+    rows, cols = img.shape
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    row0 = cuda.blockIdx.y * TILE_H  # the block's first output pixel
+    col0 = cuda.blockIdx.x * TILE_W
+    span_row0 = row0 - MASK_RADIUS  # the span starts one radius up and left of it
+    span_col0 = col0 - MASK_RADIUS
+
+    # Stage, part 1: span columns 0 .. TILE_W - 1. Warp ty loads span rows ty, ty + 8, ...: 32
+    # neighbouring pixels of one image row per load. Clamp, then zero: no branch around the loads,
+    # and a constant trip count, so the compiler unrolls the nine passes and all nine loads are in
+    # flight before the first store needs its data.
+    c = span_col0 + tx
+    c_in = 0 <= c < cols
+    c_safe = min(max(c, 0), cols - 1)
+    for k in range(ROW_PASSES):
+        sr = ty + k * BLOCK[1]
+        r = span_row0 + sr
+        v = img[min(max(r, 0), rows - 1), c_safe]
+        if sr < SPAN_H:
+            tile[sr, tx] = v if c_in and 0 <= r < rows else float32(0)  # the halo past the edge is zero
+    # Part 2: the last 2 * MASK_RADIUS span columns (SPAN_H x 4 pixels), spread over the whole block.
+    t = ty * BLOCK[0] + tx
+    for k in range(EDGE_PASSES):
+        q = t + k * THREADS
+        sr = q // (2 * MASK_RADIUS)
+        sc = TILE_W + q - sr * (2 * MASK_RADIUS)
+        r = span_row0 + sr
+        c = span_col0 + sc
+        v = img[min(max(r, 0), rows - 1), min(max(c, 0), cols - 1)]
+        if q < SPAN_H * 2 * MASK_RADIUS:
+            tile[sr, sc] = v if 0 <= r < rows and 0 <= c < cols else float32(0)
+    m = cuda.local.array((MASK_WIDTH, MASK_WIDTH), float32)
+    for i in range(MASK_WIDTH):
+        for j in range(MASK_WIDTH):
+            m[i, j] = bank[which, i, j]  # issued before the barrier: their latency hides behind the wait
+    # MISTAKE: no cuda.syncthreads() here
+
+    # Thread (tx, ty) owns column tx of tile rows top .. top + ROWS_PER_THREAD - 1. A warp reads 32
+    # consecutive words of one tile row: 32 different banks, no conflicts. Moving down one row reuses
+    # four of the window's five rows from registers and reads only the new one from shared memory.
+    # Every index into m and win is a constant once the i and j loops unroll: registers, stack 0.
+    win = cuda.local.array((MASK_WIDTH, MASK_WIDTH), float32)  # (window rows, window cols)
+    top = ty * ROWS_PER_THREAD
+    for i in range(MASK_WIDTH - 1):
+        for j in range(MASK_WIDTH):
+            win[i + 1, j] = tile[top + i, tx + j]
+    c = col0 + tx
+    for o in range(ROWS_PER_THREAD):
+        for i in range(MASK_WIDTH - 1):
+            for j in range(MASK_WIDTH):
+                win[i, j] = win[i + 1, j]  # register renaming once unrolled: no instruction
+        for j in range(MASK_WIDTH):
+            win[MASK_WIDTH - 1, j] = tile[top + o + MASK_WIDTH - 1, tx + j]
+        acc = float32(0)
+        for i in range(MASK_WIDTH):
+            for j in range(MASK_WIDTH):
+                acc += m[i, j] * win[i, j]
+        r = row0 + top + o
+        if r < rows and c < cols:
+            out[r, c] = acc  # a warp stores 32 consecutive pixels of one row: one 128-byte line
+
+
+KERNELS = {
+    "naive": (conv2d_naive_kernel, "void(float32[:, ::1], float32[:, :, ::1], int64, float32[:, ::1])"),
+    "optimized": (conv2d_tiled_kernel, "void(float32[:, ::1], int64, float32[:, ::1])"),
+}
+
+_bank_on_device = None
+
+
+def _check(img, which):
+    launch.check_array("img", img, dtype=np.float32, ndim=2)
+    if not isinstance(which, (int, np.integer)) or isinstance(which, bool) or not 0 <= which < NUM_FILTERS:
+        raise ValueError(f"which: expected an int filter index in 0..{NUM_FILTERS - 1} "
+                         f"({', '.join(FILTER_NAMES)}), got {which!r}")
+
+
+def naive(img, which):
+    global _bank_on_device
+    _check(img, which)
+    if _bank_on_device is None:
+        _bank_on_device = cuda.to_device(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH, MASK_WIDTH) in global memory
+    (d_img,) = launch.to_device(img)
+    rows, cols = img.shape
+    out = launch.empty(img.shape, np.float32)
+    grid = (launch.blocks(cols, BLOCK[0]), launch.blocks(rows, BLOCK[1]))
+    conv2d_naive_kernel[grid, BLOCK](d_img, _bank_on_device, int(which), out)
+    return launch.result(out, img)
+
+
+def optimized(img, which):
+    _check(img, which)
+    (d_img,) = launch.to_device(img)
+    rows, cols = img.shape
+    out = launch.empty(img.shape, np.float32)
+    grid = (launch.blocks(cols, TILE_W), launch.blocks(rows, TILE_H))
+    conv2d_tiled_kernel[grid, BLOCK](d_img, int(which), out)
+    return launch.result(out, img)
+
+
+def library(img, which):
+    """The same filter through CuPy's ndimage (zero padding, centred mask): a benchmark row."""
+    import cupy
+    from cupyx.scipy import ndimage
+
+    return ndimage.correlate(cupy.asarray(img), cupy.asarray(FILTER_BANK[which]), mode="constant", cval=0.0)
