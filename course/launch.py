@@ -22,7 +22,10 @@ _poison = True
 
 
 def is_device_array(a) -> bool:
-    return cuda.is_cuda_array(a) and not isinstance(a, np.ndarray)
+    """A Numba device array (the simulator's stand-in too) or anything with __cuda_array_interface__."""
+    if isinstance(a, np.ndarray):
+        return False
+    return hasattr(a, "copy_to_host") or hasattr(a, "__cuda_array_interface__")
 
 
 def _describe(a) -> str:
@@ -69,7 +72,7 @@ def to_device(*arrays):
     for a in arrays:
         if isinstance(a, np.ndarray):
             out.append(cuda.to_device(a))
-        elif cuda.is_cuda_array(a) and not hasattr(a, "copy_to_host"):
+        elif hasattr(a, "__cuda_array_interface__") and not hasattr(a, "copy_to_host"):
             out.append(cuda.as_cuda_array(a))  # e.g. CuPy: zero-copy view
         else:
             out.append(a)

@@ -1,0 +1,105 @@
+"""The lab bench itself: device choice, checking, input validation, day loading, the CLI's errors."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import course
+from course import checking, days, launch
+from course.device import choose
+
+
+def test_device_choice_is_made_and_described():
+    assert course.DEVICE.kind in ("gpu", "sim")
+    line = course.DEVICE.describe()
+    assert ("cc " in line) if course.ON_GPU else line.startswith("no CUDA GPU: Numba CUDA simulator")
+
+
+def test_course_device_rejects_unknown_values(monkeypatch):
+    monkeypatch.setenv("COURSE_DEVICE", "tpu")
+    with pytest.raises(SystemExit, match="COURSE_DEVICE"):
+        choose()
+
+
+class TestChecking:
+    ref = np.linspace(1, 2, 10, dtype=np.float32)
+
+    def test_exact_match_passes(self):
+        assert checking.compare(self.ref.copy(), self.ref).ok
+
+    def test_nan_never_passes(self):
+        got = self.ref.copy()
+        got[3] = np.nan
+        report = checking.compare(got, self.ref)
+        assert not report.ok and "NaN" in report.text and "(3,)" in report.text
+
+    def test_all_zero_never_passes(self):
+        report = checking.compare(np.zeros_like(self.ref), self.ref)
+        assert not report.ok and "zero" in report.text
+
+    def test_small_float32_error_passes_and_large_fails(self):
+        assert checking.compare(self.ref * np.float32(1 + 1e-6), self.ref).ok
+        got = self.ref.copy()
+        got[7] *= 1.01
+        report = checking.compare(got, self.ref)
+        assert not report.ok and "at 7: expected" in report.text
+
+    def test_shape_and_dtype_must_match(self):
+        assert not checking.compare(self.ref[:-1], self.ref).ok
+        assert not checking.compare(self.ref.astype(np.float64), self.ref).ok
+
+    def test_integers_compare_exactly(self):
+        ref = np.arange(5, dtype=np.int32)
+        got = ref.copy()
+        got[2] += 1
+        assert checking.compare(ref.copy(), ref).ok and not checking.compare(got, ref).ok
+
+    def test_assert_matches_raises_a_readable_error(self):
+        with pytest.raises(checking.MismatchError, match="elements differ"):
+            checking.assert_matches(self.ref + 1, self.ref)
+
+
+class TestLaunch:
+    def test_check_array_messages_say_what_was_expected(self):
+        a = np.zeros(4, dtype=np.float64)
+        with pytest.raises(ValueError, match="expected dtype float32, got NumPy array of shape \\(4,\\)"):
+            launch.check_array("a", a, dtype=np.float32)
+        with pytest.raises(ValueError, match="expected a 2-D array"):
+            launch.check_array("a", a, ndim=2)
+        with pytest.raises(ValueError, match="expected shape \\(5\\)"):
+            launch.check_array("a", a, shape=(5,))
+        with pytest.raises(ValueError, match="C-contiguous"):
+            launch.check_array("a", np.zeros(8)[::2])
+        with pytest.raises(ValueError, match="NumPy or device array"):
+            launch.check_array("a", [1.0, 2.0])
+
+    def test_outputs_are_poisoned(self):
+        out = launch.empty((7,), np.float32)
+        assert np.isnan(out.copy_to_host()).all()
+        ints = launch.empty((3,), np.int32).copy_to_host()
+        assert (ints == launch.poison_value(np.int32)).all()
+
+    def test_device_arrays_round_trip(self):
+        (d,) = launch.to_device(np.arange(5, dtype=np.float32))
+        assert launch.is_device_array(d) and not launch.on_host(d)
+        assert launch.result(d, np.zeros(1)).tolist() == [0, 1, 2, 3, 4]
+
+    def test_blocks(self):
+        assert launch.blocks(1, 256) == 1 and launch.blocks(257, 256) == 2 and launch.blocks(0, 256) == 1
+
+
+def test_days_are_found_by_number_and_slug():
+    first = days.all_days()[0]
+    assert days.find(first.number) == days.find(first.slug) == days.find(f"{first.number:02d}")
+    with pytest.raises(days.UnknownDay, match="days that exist"):
+        days.find(999)
+
+
+@pytest.mark.parametrize("arg", ["999", "abc"])
+def test_cli_unknown_day_is_one_line_and_exit_2(arg):
+    proc = subprocess.run([sys.executable, "-m", "course", "inspect", arg], capture_output=True, text=True,
+                          cwd=days.ROOT)
+    assert proc.returncode == 2
+    assert "days that exist" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
