@@ -1,7 +1,7 @@
 """Warp intrinsics and teaching checks for Numba's CUDA simulator.
 
-Numba's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs a kernel on the CPU: one block at a time, one
-Python thread per CUDA thread. That runs most course kernels, but it lacks the warp intrinsics and it
+Numba's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs a kernel on the CPU, one block at a time, each
+CUDA thread a Python thread. That runs most course kernels, but it lacks the warp intrinsics and it
 quietly accepts bugs that a GPU punishes. ``install()`` (called by ``import course`` when there is no
 GPU) patches the simulator in place. It adds:
 
@@ -38,15 +38,23 @@ block and thread, the array and the index, with one line on the fix)
     ``WarpSyncError``      a warp intrinsic whose mask omits the calling lane, or that can never
                            complete (a lane it names waits at a barrier or in another intrinsic).
 
-Speed: the stock block manager polls its threads in a busy loop; here threads wait on condition
-variables, global and local arrays get a check with a fast path for a plain non-negative int, and
-only shared arrays are watched for races.
+Scheduling and speed: the stock simulator starts an OS thread per CUDA thread (about 0.1 ms each)
+and polls them in a busy loop. Here a pool of worker threads runs the simulated threads one at a
+time, in thread-id order, handing over only at a barrier, a warp intrinsic or an exit, so a kernel
+with no barrier runs without a single thread switch. Running one thread at a time also makes every
+run the same; ``thread_order("reverse")`` runs the threads the other way round, which shakes out
+bugs that depend on the order (the race checks do not: they see both orders). Global and local
+arrays get an index check with a fast path for a plain non-negative int; only shared arrays are
+watched for races.
 
 Limits: the checks see only what goes through the ``cuda`` module as the simulator swaps it in
 (``from numba import cuda`` then ``cuda.shfl_down_sync(...)``; ``from numba.cuda import
 shfl_down_sync`` bypasses it). Shared accesses through slices, fancy indexes or array iteration are
-not watched. Races on global memory are not checked, nor memory fences. Blocks still run one after
-the other, so a grid-wide sync is still wrong and inter-block races are invisible.
+not watched. Races on global memory are not checked, nor memory fences. A thread that spins on a flag
+that another thread sets, without blocking, holds up the others until a watchdog (50 ms) lets one
+more thread run: slow, but it finishes. ``cuda.activemask()`` names the lanes that reach it together
+(see its docstring). Blocks still run one after the other, so a grid-wide sync is still wrong and
+races between blocks are invisible.
 """
 
 from __future__ import annotations
@@ -62,6 +70,7 @@ import sys
 import threading
 
 import numpy as np
+from numba.cuda import types as numba_types
 from numba.cuda.np import numpy_support
 from numba.cuda.simulator import kernel as _sim_kernel
 from numba.cuda.simulator import kernelapi as _sim_api
@@ -188,10 +197,14 @@ def _negative_index(arr, idx, writing: bool) -> NegativeIndex:
 def _out_of_bounds(arr, idx, writing: bool) -> IndexError:
     t = threading.current_thread()
     verb = "writes" if writing else "reads"
+    if arr._a.size == 0 and arr._name.startswith("dynamic"):
+        fix = ("give the launch the dynamic shared memory size in bytes, "
+               "kernel[blocks, threads, 0, nbytes](...)")
+    else:
+        fix = "guard the access, e.g. `if i < n:` (the grid has more threads than elements)"
     return OutOfBounds(
         f"{_who(t)} {verb} {arr._name} at index [{_fmt_index(idx)}], past the end of its shape "
-        f"{tuple(arr._a.shape)}; guard the access, e.g. `if i < n:` (the grid has more threads than "
-        f"elements)"
+        f"{tuple(arr._a.shape)}; {fix}"
     )
 
 
@@ -548,13 +561,55 @@ class _SharedArray(_LocalArray):
             if _all_ints(idx):
                 raise _out_of_bounds(self, idx, True) from None
             raise
-        if _all_ints(idx) and (idx.__class__ is not tuple or len(idx) == self._a.ndim):
+        if _all_ints(idx) and (len(idx) if idx.__class__ is tuple else 1) == self._a.ndim:
             _track(self, self._key(idx), idx, _WRITE)
 
     def _view(self, r, idx):
         base = self._a.__array_interface__["data"][0] - self._b0
         offset = r.__array_interface__["data"][0] - base
-        return _SharedArray(r, f"{self._name}[{_fmt_index(idx)}]", self._tracker, self._table, offset)
+        return _shared_array(r, f"{self._name}[{_fmt_index(idx)}]", self._tracker, self._table, offset)
+
+
+class _SharedArray1D(_SharedArray):
+    """The common case, a 1-D shared array indexed by a plain int, without the general path's tests."""
+
+    __slots__ = ("_s0",)
+
+    def __init__(self, a, name, tracker, table, byte0):
+        super().__init__(a, name, tracker, table, byte0)
+        self._s0 = a.strides[0]
+
+    def __getitem__(self, i):
+        if i.__class__ is int and i >= 0:
+            try:
+                r = self._a[i]
+            except IndexError:
+                raise _out_of_bounds(self, i, False) from None
+            _track(self, self._b0 + i * self._s0, i, _READ)
+            return r
+        return _SharedArray.__getitem__(self, i)
+
+    def __setitem__(self, i, value):
+        if i.__class__ is int and i >= 0:
+            try:
+                self._a[i] = value
+            except IndexError:
+                raise _out_of_bounds(self, i, True) from None
+            _track(self, self._b0 + i * self._s0, i, _WRITE)
+            return
+        _SharedArray.__setitem__(self, i, value)
+
+
+def _shared_array(a: np.ndarray, name: str, tracker: _RaceTracker, table: dict, byte0: int):
+    cls = _SharedArray1D if a.ndim == 1 and a.dtype.fields is None else _SharedArray
+    return cls(a, name, tracker, table, byte0)
+
+
+def _np_dtype(dtype) -> np.dtype:
+    """A NumPy dtype from what a kernel passes: a Numba type (float32) or anything NumPy takes."""
+    if isinstance(dtype, numba_types.Type):
+        return numpy_support.as_dtype(dtype)
+    return np.dtype(dtype)
 
 
 class _Shared:
@@ -580,7 +635,7 @@ class _Shared:
         return arr
 
     def _allocate(self, block, shape, dtype, frame):
-        dtype = numpy_support.as_dtype(dtype) if not isinstance(dtype, np.dtype) else dtype
+        dtype = _np_dtype(dtype)
         if isinstance(shape, (int, np.integer)) and shape == 0:
             # Dynamic shared memory: every such array views the block's one buffer (launch's 4th arg).
             if block.dyn_buffer is None:
@@ -589,10 +644,10 @@ class _Shared:
             count = self._dynshared_size // dtype.itemsize
             a = np.frombuffer(block.dyn_buffer.data, dtype=dtype, count=count)
             name = _allocation_name(frame, "dynamic shared array")
-            return _SharedArray(a, name, block.tracker, block.dyn_table, 0)
+            return _shared_array(a, name, block.tracker, block.dyn_table, 0)
         a = np.empty(shape, dtype)
         name = _allocation_name(frame, "shared array")
-        return _SharedArray(a, name, block.tracker, block.tracker.new_table(), 0)
+        return _shared_array(a, name, block.tracker, block.tracker.new_table(), 0)
 
 
 class _Local:
@@ -601,9 +656,8 @@ class _Local:
     def array(self, shape, dtype, alignment=None):
         if alignment is not None:
             raise RuntimeError("Array alignment is not supported in cudasim")
-        if not isinstance(dtype, np.dtype):
-            dtype = numpy_support.as_dtype(dtype)
-        return _local_array(np.empty(shape, dtype), _allocation_name(sys._getframe(1), "local array"))
+        a = np.empty(shape, _np_dtype(dtype))
+        return _local_array(a, _allocation_name(sys._getframe(1), "local array"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -766,18 +820,22 @@ class _Block:
         for w in self.warps:
             w.n_running = w.alive.bit_count()
         self.reverse = _reverse_order
-        self.next_tid = 0  # how many threads have started
+        self.n_started = 0  # threads started so far (in tid order, or reversed)
         self.n_workers = 0  # workers working for this block
         self.n_active = 0  # ... of which running a thread (normally one: the baton's holder)
         self.handovers = 0
         with self.lock:
             self._spawn()
         seen = -1
-        while not self.finished.wait(_WATCHDOG_S):
-            with self.lock:
-                if self.error is None and self.handovers == seen:
-                    self._dispatch(force=True)
-                seen = self.handovers
+        try:
+            while not self.finished.wait(_WATCHDOG_S):
+                with self.lock:
+                    if self.error is None and self.handovers == seen:
+                        self._dispatch(force=True)
+                    seen = self.handovers
+        except BaseException as e:  # Ctrl-C in a notebook: stop the block's threads too
+            self.fail(e)
+            raise
         if self.error is not None:
             exc, tb = self.error
             # let the woken threads unwind before anything else runs; a thread that never blocks
@@ -798,9 +856,9 @@ class _Block:
         w.go.release()
 
     def _next_to_start(self):
-        if self.error is None and self.next_tid < self.n_threads:
-            s = self.sims[~self.next_tid if self.reverse else self.next_tid]
-            self.next_tid += 1
+        if self.error is None and self.n_started < self.n_threads:
+            s = self.sims[~self.n_started if self.reverse else self.n_started]
+            self.n_started += 1
             self.handovers += 1
             return s
         return None
@@ -815,7 +873,7 @@ class _Block:
             self.n_active += 1
             self.handovers += 1
             s.worker.wake.release()
-        elif self.next_tid < self.n_threads:
+        elif self.n_started < self.n_threads:
             self._spawn()
 
     def _park(self, s: _SimThread):
