@@ -20,8 +20,8 @@ $(STAMP): requirements.txt
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
-run: setup            ## the destination: the newest complete day's naive vs optimized, end to end
-	@$(COURSE) run
+run: setup            ## the destination: the serving engine on the paged KV cache (ARGS="--help")
+	@$(COURSE) run $(ARGS)
 
 test: setup           ## every day's reference solution against its grader
 	@$(PY) -m pytest -q -n auto --dist loadfile

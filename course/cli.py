@@ -195,11 +195,17 @@ def _traffic_text(sol, n) -> str:
 
 # ---- run ---------------------------------------------------------------------------------------------
 
+CAPSTONE_DAY = 90
+
+
 def cmd_run(args) -> int:
     complete = [d for d in days.all_days() if d.complete]
     if not complete:
         return _fail("no complete day yet")
     info = complete[-1]
+    if info.number == CAPSTONE_DAY:
+        console.print(f"the destination: [bold]day {info.number} — {info.title}[/]")
+        return days.load_solution(info.number).main(args.rest)
     console.print(f"the newest complete day: [bold]day {info.number:02d} — {info.title}[/] "
                   f"(memory space: {info.memory_space})")
     if course.ON_GPU:
@@ -270,7 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--exercise", action="store_true", help="inspect your exercise instead of the solution")
     i.add_argument("--ptx", action="store_true", help="print the PTX too")
     i.set_defaults(fn=cmd_inspect)
-    sub.add_parser("run", help="the newest complete day, end to end").set_defaults(fn=cmd_run)
+    r = sub.add_parser("run", help="the capstone serving engine (or, until it exists, the newest complete day)")
+    r.add_argument("rest", nargs=argparse.REMAINDER, help="options for the serving engine (see run -- --help)")
+    r.set_defaults(fn=cmd_run)
     n = sub.add_parser("notebooks", help="execute notebooks headless")
     n.add_argument("day", nargs="?")
     n.set_defaults(fn=cmd_notebooks)

@@ -24,13 +24,14 @@ per 2-byte element: 4 FLOP/B, far below the H200's ~12 FLOP/B FP32 ridge. Memory
 ~4.1 TB/s the floor is ~0.26 ms.
 """
 
+import functools
 import math
 from typing import NamedTuple
 
 import numpy as np
 
 from course import DEVICE, cuda, launch
-from numba import float32
+from numba import float32, uint32, uint64
 
 TITLE = "PagedAttention v1"
 MEMORY_SPACE = "global + shared"
@@ -40,9 +41,11 @@ BOUND = "memory"
 WARP = 32
 # optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
 NUM_WARPS = 2 if DEVICE.kind == "sim" else 4
-TOKENS = 4  # optimized: tokens of a page handled per trip, all loads issued before any reduction
-MAX_HEAD_DIM = 128  # head_dim / 32 columns per lane live in registers, so the bound is fixed
+TOKENS = 4  # optimized: tokens per thread group per trip, all loads issued before any reduction
+MAX_HEAD_DIM = 128  # q and the accumulator live in registers, so the bound is fixed
 MAX_COLS = MAX_HEAD_DIM // WARP
+LOG2E = 1.4426950408889634  # exp(x) = exp2(x * log2 e): fold log2 e into the query's scale once
+NO_LOGIT = -1.0e30  # the running max before any token: finite, far below any real logit
 NAIVE_THREADS = 64
 
 
@@ -245,111 +248,161 @@ def paged_attention_naive_kernel(out, query, key_cache, value_cache, block_table
         out[seq, head, d] /= total
 
 
-# --- v2 optimized: one block per (sequence, head), warps over pages --------------------------------
+# --- v2 optimized: one block per (sequence, head), thread groups over tokens -----------------------
 
 
-@cuda.jit
-def paged_attention_v1_kernel(out, query, key_cache, value_cache, block_tables, context_lens, scale):
-    seq = cuda.blockIdx.y
-    head = cuda.blockIdx.x
-    tid = cuda.threadIdx.x
-    warp = tid // WARP
-    lane = tid % WARP
-    num_heads, head_dim = query.shape[1], query.shape[2]
-    block_size = key_cache.shape[1]
-    kv_head = head // (num_heads // key_cache.shape[2])
-    cols = head_dim // WARP  # columns per lane: lane owns d = lane + 32 * j
-    ctx = context_lens[seq]
-    num_pages = (ctx + block_size - 1) // block_size
+def lane_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
+    """How a cache row is shared out: (elements per 32-bit word, words per row, lanes per token,
+    words per lane, elements per lane). Lanes per token is the largest power of two that leaves each
+    lane at least 8 words (32 bytes: one whole sector per row), so a token's dot product needs only
+    log2(lanes) shuffles and one warp instruction works on 32 / lanes tokens at once."""
+    per_word = 4 // itemsize
+    row_words = head_dim // per_word
+    group = 1
+    while group < WARP and row_words % (2 * group) == 0 and row_words // (2 * group) >= 8:
+        group *= 2
+    words = row_words // group
+    return per_word, row_words, group, words, words * per_word
 
-    # Fixed-size per-lane arrays indexed by unrolled constant loops: LLVM keeps them in registers.
-    q = cuda.local.array(MAX_COLS, float32)
-    acc = cuda.local.array(MAX_COLS, float32)
-    k = cuda.local.array((TOKENS, MAX_COLS), float32)
-    v = cuda.local.array((TOKENS, MAX_COLS), float32)
-    s = cuda.local.array(TOKENS, float32)
-    for j in range(MAX_COLS):
-        acc[j] = 0.0
-        q[j] = query[seq, head, lane + WARP * j] * scale if j < cols else 0.0
-    m = float32(-math.inf)  # this warp's running max logit and exp-sum (identical in every lane)
-    l = float32(0.0)
 
-    for page in range(warp, num_pages, NUM_WARPS):  # warps take pages round-robin
-        block = block_tables[seq, page]
-        n_tok = min(block_size, ctx - page * block_size)
-        for t0 in range(0, n_tok, TOKENS):
-            # Issue every K and V load of the trip first: 2 * TOKENS * cols independent loads per lane
-            # in flight. Rows past the context are never touched (they may be NaN: NaN * 0 is NaN).
-            for u in range(TOKENS):
-                live = t0 + u < n_tok
-                for j in range(MAX_COLS):
-                    k[u, j] = 0.0
-                    v[u, j] = 0.0
-                    if live and j < cols:
-                        k[u, j] = float32(key_cache[block, t0 + u, kv_head, lane + WARP * j])
-                        v[u, j] = float32(value_cache[block, t0 + u, kv_head, lane + WARP * j])
-            for u in range(TOKENS):
-                part = float32(0.0)
-                for j in range(MAX_COLS):
-                    part += q[j] * k[u, j]
-                s[u] = part
-            # Butterfly sums: every lane ends with the full dot products; the TOKENS chains are
-            # independent, so their shuffles overlap.
-            for u in range(TOKENS):
-                s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], 16)
-            for u in range(TOKENS):
-                s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], 8)
-            for u in range(TOKENS):
-                s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], 4)
-            for u in range(TOKENS):
-                s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], 2)
-            for u in range(TOKENS):
-                s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], 1)
-            m_new = m
-            for u in range(TOKENS):
-                if t0 + u < n_tok:
+def cache_words(cache):
+    """The cache as one flat run of 32-bit words: free for a contiguous array (same memory), and the
+    kernel then addresses every element with one offset instead of four 64-bit indices."""
+    flat = cache.reshape(cache.size)
+    return flat.view(np.uint32)
+
+
+@functools.cache
+def v1_kernel(head_dim: int, cache_dtype: str):
+    """The optimized kernel for one (head_dim, cache dtype). Numba compiles the closure's Python ints
+    as constants: the per-lane arrays get fixed sizes, every loop over them unrolls, and the word
+    offsets inside a row fold into the load instructions."""
+    elem = np.dtype(cache_dtype).type
+    PER_WORD, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
+    NG = WARP // G  # tokens a warp works on side by side, one per thread group
+    KW = TOKENS * WL  # words of K (and of V) a lane holds per trip
+    HEAD_DIM = head_dim
+
+    @cuda.jit(fastmath=True)
+    def paged_attention_v1_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
+                                  block_size, num_kv_heads):
+        seq = cuda.blockIdx.y
+        head = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        warp = tid // WARP
+        lane = tid % WARP
+        grp = lane // G  # the token of each row step this lane's group takes
+        gl = lane % G  # the slice of the row it holds: elements gl * VEC .. gl * VEC + VEC - 1
+        kv_head = head // (query.shape[1] // num_kv_heads)
+        ctx = context_lens[seq]
+        num_pages = (ctx + block_size - 1) // block_size
+        row_words = uint32(num_kv_heads * ROW_WORDS)  # one token's K row of every KV head
+        page_words = uint64(block_size) * uint64(row_words)
+        lane_words = uint64(kv_head * ROW_WORDS + gl * WL)
+
+        # Fixed-size arrays indexed only by unrolled constant loops: LLVM keeps them in registers.
+        q = cuda.local.array(VEC, float32)
+        acc = cuda.local.array(VEC, float32)
+        kbuf = cuda.local.array(KW, uint32)  # (TOKENS, WL) words as loaded
+        vbuf = cuda.local.array(KW, uint32)
+        k = kbuf.view(elem)  # the same registers read as (TOKENS, VEC) cache elements
+        v = vbuf.view(elem)
+        s = cuda.local.array(TOKENS, float32)
+        for e in range(VEC):
+            q[e] = query[seq, head, gl * VEC + e] * scale  # scale includes log2(e): exp2 below
+            acc[e] = 0.0
+        # The group's running max and exp-sum. Finite, so a group with no token yet rescales by
+        # exp2(0) = 1 instead of exp2(-inf + inf) = NaN; a real logit is never near it.
+        m = float32(NO_LOGIT)
+        l = float32(0.0)
+
+        for page in range(warp, num_pages, NUM_WARPS):  # warps take pages round-robin
+            base = uint64(block_tables[seq, page]) * page_words + lane_words  # 64-bit once per page
+            n_tok = min(block_size, ctx - page * block_size)
+            for t0 in range(0, n_tok, NG * TOKENS):
+                # Every load of the trip first: 2 * TOKENS * WL independent words per lane in flight.
+                # Rows past the context are never loaded (they may be NaN, and NaN * 0 is NaN): a
+                # dead row re-reads the page's last live row, an L1 hit, and is masked below.
+                for u in range(TOKENS):
+                    row = min(t0 + u * NG + grp, n_tok - 1)
+                    off = base + uint64(uint32(row) * row_words)
+                    for w in range(WL):
+                        kbuf[u * WL + w] = key_words[off + uint64(w)]
+                        vbuf[u * WL + w] = value_words[off + uint64(w)]
+                for u in range(TOKENS):
+                    part = float32(0.0)
+                    for e in range(VEC):
+                        part += q[e] * float32(k[u * VEC + e])
+                    s[u] = part
+                # The group's G lanes hold pieces of one dot product: log2(G) butterfly steps.
+                o = G // 2
+                while o > 0:
+                    for u in range(TOKENS):
+                        s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], o)
+                    o //= 2
+                m_new = m
+                for u in range(TOKENS):
+                    if t0 + u * NG + grp >= n_tok:
+                        s[u] = -math.inf  # exp2(-inf) = 0: the dead row drops out
                     m_new = max(m_new, s[u])
-            correction = math.exp(m - m_new)  # exp(-inf) = 0 on the first trip
-            l *= correction
-            for j in range(MAX_COLS):
-                acc[j] *= correction
-            for u in range(TOKENS):
-                if t0 + u < n_tok:
-                    p = math.exp(s[u] - m_new)
+                correction = math.exp2(m - m_new)
+                l *= correction
+                for e in range(VEC):
+                    acc[e] *= correction
+                for u in range(TOKENS):
+                    p = math.exp2(s[u] - m_new)
                     l += p
-                    for j in range(MAX_COLS):
-                        acc[j] += p * v[u, j]
-            m = m_new
+                    for e in range(VEC):
+                        acc[e] += p * float32(v[u * VEC + e])
+                m = m_new
 
-    # Merge the warps' partial softmaxes: a (NUM_WARPS, head_dim) staging area, not (context,).
-    sm_acc = cuda.shared.array((NUM_WARPS, MAX_HEAD_DIM), float32)
-    sm_m = cuda.shared.array(NUM_WARPS, float32)
-    sm_l = cuda.shared.array(NUM_WARPS, float32)
-    for j in range(MAX_COLS):
-        if j < cols:
-            sm_acc[warp, lane + WARP * j] = acc[j]
-    if lane == 0:
-        sm_m[warp] = m
-        sm_l[warp] = l
-    cuda.syncthreads()
-    m_all = sm_m[0]  # warp 0 always has page 0 (ctx >= 1), so m_all is finite
-    for w in range(1, NUM_WARPS):
-        m_all = max(m_all, sm_m[w])
-    total = float32(0.0)
-    for w in range(NUM_WARPS):
-        total += sm_l[w] * math.exp(sm_m[w] - m_all)  # idle warps: l = 0, exp(-inf) = 0
-    for d in range(tid, head_dim, NUM_WARPS * WARP):
-        o = float32(0.0)
+        # Fold the warp's NG groups (lanes gl, gl + G, ... hold the same columns): log2(NG) steps.
+        o = G
+        while o < WARP:
+            m_o = cuda.shfl_xor_sync(0xFFFFFFFF, m, o)
+            l_o = cuda.shfl_xor_sync(0xFFFFFFFF, l, o)
+            m_new = max(m, m_o)
+            a = math.exp2(m - m_new)
+            b = math.exp2(m_o - m_new)
+            l = l * a + l_o * b
+            for e in range(VEC):
+                acc[e] = acc[e] * a + cuda.shfl_xor_sync(0xFFFFFFFF, acc[e], o) * b
+            m = m_new
+            o *= 2
+
+        # Merge the warps through a (NUM_WARPS, head_dim) staging area: it does not grow with ctx.
+        sm_acc = cuda.shared.array((NUM_WARPS, HEAD_DIM), float32)
+        sm_m = cuda.shared.array(NUM_WARPS, float32)
+        sm_l = cuda.shared.array(NUM_WARPS, float32)
+        if grp == 0:
+            for e in range(VEC):
+                sm_acc[warp, gl * VEC + e] = acc[e]
+        if lane == 0:
+            sm_m[warp] = m
+            sm_l[warp] = l
+        cuda.syncthreads()
+        m_all = sm_m[0]
+        for w in range(1, NUM_WARPS):
+            m_all = max(m_all, sm_m[w])
+        total = float32(0.0)
         for w in range(NUM_WARPS):
-            o += sm_acc[w, d] * math.exp(sm_m[w] - m_all)
-        out[seq, head, d] = o / total
+            total += sm_l[w] * math.exp2(sm_m[w] - m_all)  # idle warps: l = 0
+        for d in range(tid, HEAD_DIM, NUM_WARPS * WARP):
+            o_d = float32(0.0)
+            for w in range(NUM_WARPS):
+                o_d += sm_acc[w, d] * math.exp2(sm_m[w] - m_all)
+            out[seq, head, d] = o_d / total
+
+    return paged_attention_v1_kernel
 
 
 _SIG = ("void(float32[:, :, ::1], float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], "
         "int32[:, ::1], int32[::1], float32)")
+_SIG_WORDS = ("void(float32[:, :, ::1], float32[:, :, ::1], uint32[::1], uint32[::1], int32[:, ::1], "
+              "int32[::1], float32, int32, int32)")
 KERNELS = {
     "naive": (paged_attention_naive_kernel, _SIG),
-    "optimized": (paged_attention_v1_kernel, _SIG),
+    "optimized": (v1_kernel(128, "float16"), _SIG_WORDS),  # the benchmark's head_dim and dtype
 }
 
 
@@ -364,10 +417,13 @@ def naive(query, key_cache, value_cache, block_tables, context_lens, scale):
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale):
     check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
-    args = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
+    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
     out = launch.empty(query.shape, np.float32)
-    grid = (query.shape[1], query.shape[0])  # (heads, seqs): a group's heads run side by side
-    paged_attention_v1_kernel[grid, NUM_WARPS * WARP](out, *args, float32(scale))
+    num_seqs, num_heads, head_dim = query.shape
+    kernel = v1_kernel(head_dim, np.dtype(key_cache.dtype).name)
+    grid = (num_heads, num_seqs)  # (heads, seqs): a group's heads run side by side and share L2
+    kernel[grid, NUM_WARPS * WARP](out, q, cache_words(kc), cache_words(vc), tables, lens,
+                                   float32(scale * LOG2E), key_cache.shape[1], key_cache.shape[2])
     return launch.result(out, query, key_cache)
 
 

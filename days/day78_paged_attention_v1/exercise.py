@@ -12,12 +12,13 @@ solutions/day78_paged_attention_v1.py).
 Grade with:  make check DAY=78
 """
 
+import functools
 import math
 
 import numpy as np
 
 from course import DEVICE, cuda, launch
-from numba import float32
+from numba import float32, uint32, uint64  # noqa: F401  (uint32, uint64: for the kernel you write)
 
 TITLE = "PagedAttention v1"
 MEMORY_SPACE = "global + shared"
@@ -27,9 +28,11 @@ BOUND = "memory"
 WARP = 32
 # optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
 NUM_WARPS = 2 if DEVICE.kind == "sim" else 4
-TOKENS = 4  # optimized: tokens of a page handled per trip, all loads issued before any reduction
-MAX_HEAD_DIM = 128  # head_dim / 32 columns per lane live in registers, so the bound is fixed
+TOKENS = 4  # optimized: tokens per thread group per trip, all loads issued before any reduction
+MAX_HEAD_DIM = 128  # q and the accumulator live in registers, so the bound is fixed
 MAX_COLS = MAX_HEAD_DIM // WARP
+LOG2E = 1.4426950408889634  # exp(x) = exp2(x * log2 e): fold log2 e into the query's scale once
+NO_LOGIT = -1.0e30  # the running max before any token: finite, far below any real logit
 NAIVE_THREADS = 64
 
 
@@ -96,34 +99,80 @@ def paged_attention_naive_kernel(out, query, key_cache, value_cache, block_table
 
 
 
-# --- v2 optimized: one block per (sequence, head), warps over pages --------------------------------
+# --- v2 optimized: one block per (sequence, head), thread groups over tokens -----------------------
 
 
-@cuda.jit
-def paged_attention_v1_kernel(out, query, key_cache, value_cache, block_tables, context_lens, scale):
-    """One block per (sequence, head): blockIdx.y = seq, blockIdx.x = head, NUM_WARPS warps of 32.
+def lane_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
+    """How a cache row is shared out: (elements per 32-bit word, words per row, lanes per token,
+    words per lane, elements per lane). Lanes per token is the largest power of two that leaves each
+    lane at least 8 words (32 bytes: one whole sector per row), so a token's dot product needs only
+    log2(lanes) shuffles and one warp instruction works on 32 / lanes tokens at once."""
+    per_word = 4 // itemsize
+    row_words = head_dim // per_word
+    group = 1
+    while group < WARP and row_words % (2 * group) == 0 and row_words // (2 * group) >= 8:
+        group *= 2
+    words = row_words // group
+    return per_word, row_words, group, words, words * per_word
 
-    - Lane `lane` owns columns d = lane + 32 * j, j < head_dim // 32: keep q * scale and the output
-      accumulator for them in cuda.local.array(MAX_COLS, float32) indexed only by constant loops.
-    - Warp w takes pages w, w + NUM_WARPS, ...; a page holds n_tok = min(block_size, ctx - page *
-      block_size) live rows. For TOKENS rows at a time: load K and V first (skip dead rows: they
-      may be NaN), partial dot products, then a butterfly sum with cuda.shfl_xor_sync(0xFFFFFFFF,
-      x, offset) for offset 16, 8, 4, 2, 1.
-    - Online softmax per warp: running max m (start at -inf) and exp-sum l; when the max grows,
-      rescale l and the accumulators by exp(m_old - m_new) before adding exp(s - m_new) * v.
-    - Merge the warps through cuda.shared.array((NUM_WARPS, MAX_HEAD_DIM), float32) plus their m and
-      l, cuda.syncthreads(), then out[d] = sum_w acc_w[d] e^(m_w - M) / sum_w l_w e^(m_w - M).
-    """
-    raise NotImplementedError("Day 78: per-lane registers, a page loop per warp with shfl_xor dot "
-                              "products and an online softmax, a shared-memory merge (60 lines)")
 
+def cache_words(cache):
+    """The cache as one flat run of 32-bit words: free for a contiguous array (same memory), and the
+    kernel then addresses every element with one offset instead of four 64-bit indices."""
+    flat = cache.reshape(cache.size)
+    return flat.view(np.uint32)
+
+
+@functools.cache
+def v1_kernel(head_dim: int, cache_dtype: str):
+    """The optimized kernel for one (head_dim, cache dtype). Numba compiles the closure's Python ints
+    as constants: the per-lane arrays get fixed sizes, every loop over them unrolls, and the word
+    offsets inside a row fold into the load instructions."""
+    # Constants for the kernel you write (unused until then).
+    elem = np.dtype(cache_dtype).type  # noqa: F841
+    PER_WORD, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
+    NG = WARP // G  # noqa: F841  (tokens a warp works on side by side, one per thread group)
+    KW = TOKENS * WL  # noqa: F841  (words of K, and of V, a lane holds per trip)
+    HEAD_DIM = head_dim  # noqa: F841
+
+    @cuda.jit(fastmath=True)
+    def paged_attention_v1_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
+                                  block_size, num_kv_heads):
+        """One block per (sequence, head): blockIdx.y = seq, blockIdx.x = head, NUM_WARPS warps.
+
+        key_words / value_words: the caches as flat uint32 words (see cache_words); token row r of
+        physical block b, KV head h starts at word (b * block_size + r) * num_kv_heads * ROW_WORDS
+        + h * ROW_WORDS. scale already includes log2(e): use math.exp2 throughout.
+
+        - Lane `lane` is in thread group grp = lane // G and holds slice gl = lane % G of a row:
+          WL words = VEC elements (d = gl * VEC + e). Keep q * scale and the accumulator for them in
+          cuda.local.array(VEC, float32); load words into cuda.local.array(KW, uint32) and read them
+          as elements through buf.view(elem).
+        - Warp w takes pages w, w + NUM_WARPS, ...: base = uint64(block id) * page_words + the lane's
+          words (64-bit once per page), row offsets in uint32. Per trip, group grp takes rows
+          t0 + u * NG + grp, u < TOKENS: issue all the loads first, clamping dead rows onto row
+          n_tok - 1 (never load past the context), then mask their logits to -inf.
+        - Dot products: partial sums per lane, then shfl_xor_sync over offsets G/2, ..., 1.
+        - Online softmax per group: running max m (start at NO_LOGIT) and exp-sum l; rescale l and
+          acc by exp2(m - m_new) before adding exp2(s - m_new) * v.
+        - Fold the NG groups with shfl_xor_sync over offsets G, 2G, ..., 16 (m, l and each acc[e]),
+          then merge the warps through cuda.shared.array((NUM_WARPS, HEAD_DIM), float32) plus their
+          m and l, cuda.syncthreads(), out[d] = sum_w acc_w[d] 2^(m_w - M) / sum_w l_w 2^(m_w - M).
+        """
+        raise NotImplementedError("Day 78: thread groups over tokens, word loads first, a shfl_xor dot "
+                                  "product, an online softmax per group, a shuffle fold and a "
+                                  "shared-memory merge (75 lines)")
+
+    return paged_attention_v1_kernel
 
 
 _SIG = ("void(float32[:, :, ::1], float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], "
         "int32[:, ::1], int32[::1], float32)")
+_SIG_WORDS = ("void(float32[:, :, ::1], float32[:, :, ::1], uint32[::1], uint32[::1], int32[:, ::1], "
+              "int32[::1], float32, int32, int32)")
 KERNELS = {
     "naive": (paged_attention_naive_kernel, _SIG),
-    "optimized": (paged_attention_v1_kernel, _SIG),
+    "optimized": (v1_kernel(128, "float16"), _SIG_WORDS),  # the benchmark's head_dim and dtype
 }
 
 
@@ -138,8 +187,11 @@ def naive(query, key_cache, value_cache, block_tables, context_lens, scale):
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale):
     check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
-    args = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
+    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
     out = launch.empty(query.shape, np.float32)
-    grid = (query.shape[1], query.shape[0])  # (heads, seqs): a group's heads run side by side
-    paged_attention_v1_kernel[grid, NUM_WARPS * WARP](out, *args, float32(scale))
+    num_seqs, num_heads, head_dim = query.shape
+    kernel = v1_kernel(head_dim, np.dtype(key_cache.dtype).name)
+    grid = (num_heads, num_seqs)  # (heads, seqs): a group's heads run side by side and share L2
+    kernel[grid, NUM_WARPS * WARP](out, q, cache_words(kc), cache_words(vc), tables, lens,
+                                   float32(scale * LOG2E), key_cache.shape[1], key_cache.shape[2])
     return launch.result(out, query, key_cache)
