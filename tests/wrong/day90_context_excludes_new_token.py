@@ -1,0 +1,728 @@
+"""Day 90: capstone -- a serving engine that decodes a batch of requests through the paged KV cache.
+
+MISTAKE: a token's context length is its position, not position + 1: it never attends to itself
+(and the first token of a prompt attends to nothing).
+
+The unit's parts meet here. A tiny transformer (seeded random weights; RMSNorm, grouped-query
+attention with rotary positions, a SwiGLU MLP) decodes requests greedily. Each step, every scheduled
+sequence's new tokens (a whole prompt on admission, one token when decoding) go through the model
+together: per layer one launch of this day's fused kernel rotates q and k and writes k and v into
+their cache slots (day 77's scatter), and one launch of day 78's PagedAttention reads the cache back,
+each token a query row with its own block table and context length. Day 76's BlockManager hands out
+the pages.
+
+v1 naive      a contiguous cache: each admitted request reserves max_len slots up front (one page of
+              max_len tokens), so the budget holds budget // max_len sequences at once whatever
+              their real lengths, and never needs to preempt.
+v2 optimized  a paged cache: a sequence holds ceil(tokens / block_size) pages and takes one more only
+              when its last page fills; when none is free the newest sequence is preempted (its pages
+              freed, its tokens recomputed when it is readmitted) so the older ones finish.
+
+Same model, same kernels, same tokens: only the memory management differs, and with it how many
+sequences share each step's launches.
+
+Napkin math: a token's K and V take 2 x layers x kv_heads x head_dim x 4 B: 1 KB in the tiny model,
+128 KB for Llama-3-8B in fp16 (32 layers x 8 KV heads x 128). An H200 with 141 GB, 16 GB of it
+weights, holds ~950k such tokens: 232 sequences if each reserves 4096, ~950 if they hold their real
+~1000. Decoding is memory-bound (every step reads the weights and every live K/V row once), so the
+sequences sharing a step are the throughput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import time
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from course import DEVICE, ON_GPU, checking, cuda, launch
+from solutions import day78_paged_attention_v1 as pa
+from solutions.day76_block_tables import BlockManager, OutOfBlocksError
+
+TITLE = "Capstone: the serving engine"
+MEMORY_SPACE = "global + registers"
+VERSIONS = ("naive", "optimized")
+BOUND = "memory"
+THREADS = 128
+MARGIN = 1e-3  # make_inputs keeps workloads whose greedy choices all win by at least this logit gap
+TIE = 1e-4  # a float32 engine may pick either token when the top two logits are closer than this
+
+
+class ModelConfig(NamedTuple):
+    vocab: int = 256
+    d_model: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    head_dim: int = 32  # day 78's kernels take multiples of 32
+    hidden: int = 256
+    max_len: int = 32  # the model's context limit: what a contiguous cache reserves per request
+    rope_base: float = 10000.0
+
+
+MODELS = {
+    "tiny": ModelConfig(),
+    "small": ModelConfig(vocab=1024, d_model=512, num_layers=4, num_heads=8, num_kv_heads=2, head_dim=64,
+                         hidden=1024, max_len=1024),
+}
+
+
+class Workload(NamedTuple):
+    """n for make_inputs: requests with prompt lengths 1..max_prompt and output lengths 1..max_new,
+    served under a KV budget of num_blocks pages of block_size tokens (per layer)."""
+
+    num_requests: int
+    max_prompt: int
+    max_new: int
+    block_size: int
+    num_blocks: int
+    model: str = "tiny"
+
+
+TEST_SIZES = (  # budgets of 32 token slots: one max_len sequence, the contiguous cache's unit
+    Workload(1, 1, 1, 4, 8),  # one request, one prompt token, one output token
+    Workload(2, 4, 4, 4, 8),  # prompts up to exactly one page
+    Workload(4, 9, 6, 4, 8),  # pages fill mid-step; up to 60 tokens in 32 slots: preemption likely
+    Workload(3, 7, 5, 2, 16),  # block size 2: many pages per sequence
+)
+BENCH_SIZES = (Workload(64, 256, 64, 16, 512, "small"),)  # 8 contiguous slots; ~50 paged sequences
+
+
+# --- the model -----------------------------------------------------------------------------------
+
+
+class Model:
+    """Seeded random weights, scaled so activations stay O(1) through every layer."""
+
+    def __init__(self, cfg: ModelConfig = MODELS["tiny"], seed: int = 0):
+        self.cfg = cfg = ModelConfig(*cfg)
+        rng = np.random.default_rng(seed)
+
+        def w(*shape, fan_in):
+            return (rng.standard_normal(shape) / math.sqrt(fan_in)).astype(np.float32)
+
+        qkv_cols = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
+        self.weights = {"embed": w(cfg.vocab, cfg.d_model, fan_in=1),
+                        "norm_f": (1 + 0.1 * rng.standard_normal(cfg.d_model)).astype(np.float32),
+                        "lm_head": w(cfg.d_model, cfg.vocab, fan_in=cfg.d_model)}
+        for i in range(cfg.num_layers):
+            self.weights.update({
+                f"norm1.{i}": (1 + 0.1 * rng.standard_normal(cfg.d_model)).astype(np.float32),
+                f"wqkv.{i}": w(cfg.d_model, qkv_cols, fan_in=cfg.d_model),
+                f"wo.{i}": w(cfg.num_heads * cfg.head_dim, cfg.d_model, fan_in=cfg.num_heads * cfg.head_dim),
+                f"norm2.{i}": (1 + 0.1 * rng.standard_normal(cfg.d_model)).astype(np.float32),
+                f"wgate.{i}": w(cfg.d_model, cfg.hidden, fan_in=cfg.d_model),
+                f"wup.{i}": w(cfg.d_model, cfg.hidden, fan_in=cfg.d_model),
+                f"wdown.{i}": w(cfg.hidden, cfg.d_model, fan_in=cfg.hidden),
+            })
+        # RoPE table (max_len, head_dim): cos of each pair's angle in the first half, sin in the second.
+        half = cfg.head_dim // 2
+        freq = cfg.rope_base ** (-np.arange(half) / half)
+        angle = np.arange(cfg.max_len)[:, None] * freq[None, :]
+        self.cos_sin = np.concatenate([np.cos(angle), np.sin(angle)], axis=1).astype(np.float32)
+
+    def __repr__(self) -> str:
+        return f"Model({self.describe()})"
+
+    def describe(self) -> str:
+        c = self.cfg
+        return (f"{c.num_layers} layers, d_model {c.d_model}, {c.num_heads} heads over {c.num_kv_heads} KV heads "
+                f"x {c.head_dim}, vocab {c.vocab}, max context {c.max_len}")
+
+
+# --- the reference: a plain float64 decode, one request at a time, dense per-request cache -----------
+
+
+def _rope64(x, pos, cos_sin):
+    half = x.shape[-1] // 2
+    c, s = cos_sin[pos, :half].astype(np.float64), cos_sin[pos, half:].astype(np.float64)
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+
+
+def _rmsnorm64(x, g):
+    return x / np.sqrt(np.mean(x * x) + 1e-6) * g
+
+
+def reference_decode(model: Model, prompt, num_new: int):
+    """Greedy tokens of one request and, for each, the gap between its logit and the runner-up's."""
+    c, W = model.cfg, {k: v.astype(np.float64) for k, v in model.weights.items()}
+    H, G, D = c.num_heads, c.num_kv_heads, c.head_dim
+    keys = [[] for _ in range(c.num_layers)]  # per layer: (G, D) rows, one per token
+    values = [[] for _ in range(c.num_layers)]
+    tokens, out, margins = list(prompt), [], []
+    for pos in range(len(prompt) + num_new - 1):
+        x = W["embed"][tokens[pos]]
+        for i in range(c.num_layers):
+            qkv = _rmsnorm64(x, W[f"norm1.{i}"]) @ W[f"wqkv.{i}"]
+            q = _rope64(qkv[:H * D].reshape(H, D), pos, model.cos_sin)
+            keys[i].append(_rope64(qkv[H * D:(H + G) * D].reshape(G, D), pos, model.cos_sin))
+            values[i].append(qkv[(H + G) * D:].reshape(G, D))
+            k, v = np.stack(keys[i]), np.stack(values[i])  # (ctx, G, D)
+            o = np.empty((H, D))
+            for h in range(H):
+                logits = k[:, h // (H // G)] @ q[h] / math.sqrt(D)
+                p = np.exp(logits - logits.max())
+                o[h] = (p / p.sum()) @ v[:, h // (H // G)]
+            x = x + o.reshape(-1) @ W[f"wo.{i}"]
+            h_ = _rmsnorm64(x, W[f"norm2.{i}"])
+            gate = h_ @ W[f"wgate.{i}"]
+            x = x + (gate / (1 + np.exp(-gate)) * (h_ @ W[f"wup.{i}"])) @ W[f"wdown.{i}"]
+        if pos >= len(prompt) - 1:
+            logits = _rmsnorm64(x, W["norm_f"]) @ W["lm_head"]
+            top2 = np.sort(logits)[-2:]
+            nxt = int(np.argmax(logits))
+            out.append(nxt)
+            margins.append(float(top2[1] - top2[0]))
+            tokens.append(nxt)
+    return out, margins
+
+
+def _decode_all(model, prompts, prompt_lens, output_lens):
+    width = int(np.max(output_lens))
+    tokens = np.full((len(prompt_lens), width), -1, dtype=np.int32)
+    margins = np.full((len(prompt_lens), width), np.inf)
+    for r, (p, n) in enumerate(zip(prompt_lens, output_lens)):
+        out, gaps = reference_decode(model, prompts[r, :p], int(n))
+        tokens[r, :n], margins[r, :n] = out, gaps
+    return tokens, margins
+
+
+# --- the day contract ------------------------------------------------------------------------------
+
+
+def make_requests(prompt_lens, output_lens, *, model: str = "tiny", seed: int = 0):
+    """(model, prompts, prompt_lens, output_lens) for the given lengths, prompts (num_requests,
+    max prompt) int32 with -1 past each prompt's length.
+
+    For small workloads the weights are redrawn until every greedy choice of the float64 decode wins
+    by at least MARGIN, so a float32 engine that is right can only produce the reference's tokens.
+    """
+    cfg = MODELS[model]
+    rng = np.random.default_rng(seed)
+    prompt_lens = np.asarray(prompt_lens, dtype=np.int32)
+    output_lens = np.asarray(output_lens, dtype=np.int32)
+    prompts = np.full((len(prompt_lens), int(prompt_lens.max())), -1, dtype=np.int32)
+    for r, p in enumerate(prompt_lens):
+        prompts[r, :p] = rng.integers(0, cfg.vocab, size=p)
+    small = int(np.sum(prompt_lens + output_lens)) <= 600
+    for _ in range(40):
+        weights = Model(cfg, seed=int(rng.integers(1 << 31)))
+        if not small or np.min(_decode_all(weights, prompts, prompt_lens, output_lens)[1]) >= MARGIN:
+            break
+    return weights, prompts, prompt_lens, output_lens
+
+
+def make_inputs(n, seed: int = 0):
+    """(model, prompts, prompt_lens, output_lens, block_size, num_blocks) for a :class:`Workload`
+    (an int n: n requests of a small shape). See :func:`make_requests`."""
+    wl = Workload(*n) if isinstance(n, (tuple, list)) else Workload(int(n), 6, 5, 4, max(8, 2 * int(n) + 4))
+    max_len = MODELS[wl.model].max_len
+    rng = np.random.default_rng(seed)
+    prompt_lens = rng.integers(1, wl.max_prompt + 1, size=wl.num_requests)
+    output_lens = rng.integers(1, wl.max_new + 1, size=wl.num_requests)
+    if wl.num_requests > 1:  # the lengths' extremes always occur
+        prompt_lens[0], output_lens[-1] = wl.max_prompt, wl.max_new
+    prompt_lens = np.minimum(prompt_lens, max_len - output_lens)
+    return (*make_requests(prompt_lens, output_lens, model=wl.model, seed=int(rng.integers(1 << 31))),
+            wl.block_size, wl.num_blocks)
+
+
+def reference(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
+    """Greedy tokens (num_requests, max output) int32, -1 past each request's output length."""
+    prompts, prompt_lens, output_lens = (checking.to_host(a) for a in (prompts, prompt_lens, output_lens))
+    return _decode_all(model, prompts, prompt_lens, output_lens)[0]
+
+
+def traffic(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
+    """(bytes, FLOPs) at the minimum: each token's K/V written once, attention reading every earlier
+    row once per token, the weights once per step of a perfectly batched schedule."""
+    c = model.cfg
+    kv_row = 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4
+    lens = checking.to_host(prompt_lens).astype(np.int64) + checking.to_host(output_lens) - 1
+    rows_read = int(np.sum(lens * (lens + 1) // 2))  # token t attends over t + 1 rows
+    weight_bytes = sum(w.nbytes for w in model.weights.values())
+    steps = int(np.max(checking.to_host(output_lens)))
+    params = weight_bytes // 4 - c.vocab * c.d_model  # the embedding is a lookup, not a matmul
+    flops = 2 * params * int(np.sum(lens)) + 4 * rows_read * c.num_heads * c.head_dim * c.num_layers
+    return kv_row * (int(np.sum(lens)) + rows_read) + weight_bytes * steps, flops
+
+
+# --- the fused kernel: RoPE on q and k, k and v into their cache slots ------------------------------
+
+
+@cuda.jit
+def rope_cache_kernel(qkv, positions, slot_mapping, cos_sin, query, key_cache, value_cache):
+    # qkv: (tokens, (num_heads + 2 * num_kv_heads) * head_dim), each row [q heads | k heads | v heads]
+    # query: (tokens, num_heads, head_dim); caches: (num_blocks, block_size, num_kv_heads, head_dim)
+    # cos_sin: (max_len, head_dim), cos of pair p's angle at [pos, p], sin at [pos, half + p]
+    # One thread per (token, pair p): it rotates (x[p], x[p + half]) of every head, so a warp's lanes
+    # read consecutive words of each head (coalesced) and the position's cos/sin are loaded once.
+    i = cuda.grid(1)
+    num_heads, head_dim = query.shape[1], query.shape[2]
+    num_kv_heads = key_cache.shape[2]
+    half = head_dim // 2
+    if i >= query.shape[0] * half:
+        return
+    t = i // half
+    p = i - t * half
+    pos = positions[t]
+    c = cos_sin[pos, p]
+    s = cos_sin[pos, half + p]
+    for h in range(num_heads):
+        x1 = qkv[t, h * head_dim + p]
+        x2 = qkv[t, h * head_dim + half + p]
+        query[t, h, p] = x1 * c - x2 * s
+        query[t, h, half + p] = x2 * c + x1 * s
+    slot = slot_mapping[t]
+    block = slot // key_cache.shape[1]  # int32: a short hardware division, once per thread
+    row = slot - block * key_cache.shape[1]
+    k0 = num_heads * head_dim
+    v0 = k0 + num_kv_heads * head_dim
+    for g in range(num_kv_heads):
+        x1 = qkv[t, k0 + g * head_dim + p]
+        x2 = qkv[t, k0 + g * head_dim + half + p]
+        key_cache[block, row, g, p] = x1 * c - x2 * s
+        key_cache[block, row, g, half + p] = x2 * c + x1 * s
+        value_cache[block, row, g, p] = qkv[t, v0 + g * head_dim + p]
+        value_cache[block, row, g, half + p] = qkv[t, v0 + g * head_dim + half + p]
+
+
+_ROPE_SIG = ("void(float32[:, ::1], int32[::1], int32[::1], float32[:, ::1], float32[:, :, ::1], "
+             "float32[:, :, :, ::1], float32[:, :, :, ::1])")
+KERNELS = {
+    "naive": (rope_cache_kernel, _ROPE_SIG),
+    "optimized": (rope_cache_kernel, _ROPE_SIG),
+}
+
+
+def rope_and_cache(qkv, positions, slot_mapping, cos_sin, key_cache, value_cache, num_heads: int):
+    """Rotate the step's q and k, write k and v into the cache (in place); return q (tokens, heads, dim)."""
+    launch.check_array("qkv", qkv, dtype=np.float32, ndim=2)
+    launch.check_array("key_cache", key_cache, dtype=np.float32, ndim=4)
+    launch.check_array("value_cache", value_cache, dtype=np.float32, shape=key_cache.shape)
+    tokens = qkv.shape[0]
+    _, _, kv_heads, head_dim = key_cache.shape
+    if qkv.shape[1] != (num_heads + 2 * kv_heads) * head_dim or head_dim % 2:
+        raise ValueError(f"qkv: expected {(num_heads + 2 * kv_heads) * head_dim} columns "
+                         f"({num_heads} q heads + 2 x {kv_heads} KV heads of {head_dim}), got {qkv.shape[1]}")
+    launch.check_array("positions", positions, dtype=np.int32, shape=(tokens,))
+    launch.check_array("slot_mapping", slot_mapping, dtype=np.int32, shape=(tokens,))
+    launch.check_array("cos_sin", cos_sin, dtype=np.float32, shape=(None, head_dim))
+    d_qkv, d_pos, d_slots, d_cs = launch.to_device(qkv, positions, slot_mapping, cos_sin)
+    query = launch.empty((tokens, num_heads, head_dim), np.float32)
+    n = tokens * (head_dim // 2)
+    rope_cache_kernel[launch.blocks(n, THREADS), THREADS](d_qkv, d_pos, d_slots, d_cs, query, key_cache,
+                                                          value_cache)
+    return launch.result(query, qkv)
+
+
+# --- the engine -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Sequence:
+    rid: int
+    prompt: list
+    max_new: int
+    out: list = field(default_factory=list)
+    cached: int = 0  # tokens whose K/V are in the cache
+    new_tokens: int = 0  # tokens this step feeds through the model
+
+    @property
+    def tokens(self) -> list:
+        return self.prompt + self.out
+
+
+@dataclass
+class Stats:
+    steps: int = 0
+    generated: int = 0
+    preemptions: int = 0
+    peak_running: int = 0
+    peak_blocks: int = 0
+    peak_blocks_running: int = 0  # sequences running when the peak was reached
+    seconds: float = 0.0
+    attention_seconds: float = 0.0
+    margins: dict = field(default_factory=dict)  # rid -> the top-2 logit gap of each generated token
+
+
+def _xp():
+    if ON_GPU:
+        import cupy
+
+        return cupy
+    return np
+
+
+def _to_xp(a):
+    if isinstance(a, np.ndarray) or not ON_GPU:
+        return checking.to_host(a)
+    import cupy
+
+    return cupy.asarray(a)
+
+
+def _sync():
+    if ON_GPU:
+        cuda.synchronize()
+
+
+class Engine:
+    """Continuous batching over a KV cache of ``num_blocks`` pages of ``block_size`` tokens per layer.
+
+    ``contiguous=True`` is v1: the same budget carved into max_len-token slots, one per sequence
+    (a page of max_len tokens). ``attention``: a day-78 style function f(query, key_cache,
+    value_cache, block_tables, context_lens, scale); by default day 78's optimized kernel on a GPU,
+    its one-thread-per-head kernel in the simulator (which pays per thread, and the optimized kernel
+    has 64 of them per head).
+    """
+
+    def __init__(self, model: Model, block_size: int, num_blocks: int, *, contiguous: bool = False,
+                 attention=None):
+        c = model.cfg
+        self.model, self.cfg = model, c
+        self.contiguous = contiguous
+        budget = num_blocks * block_size
+        if contiguous:
+            block_size, num_blocks = c.max_len, budget // c.max_len
+            if num_blocks == 0:
+                raise ValueError(f"a budget of {budget} token slots holds no max_len ({c.max_len}) reservation")
+        self.block_size, self.num_blocks = block_size, num_blocks
+        self.blocks = BlockManager(num_blocks, block_size)
+        self.attention = attention or (pa.optimized if ON_GPU else pa.naive)
+        xp = _xp()
+        self.W = {k: xp.asarray(v) for k, v in model.weights.items()}
+        self.cos_sin = xp.asarray(model.cos_sin)
+        shape = (num_blocks, block_size, c.num_kv_heads, c.head_dim)
+        # NaN everywhere no token was written: a read past a context length cannot go unnoticed.
+        nan = np.full(shape, np.nan, dtype=np.float32)
+        self.key_cache = [cuda.to_device(nan) for _ in range(c.num_layers)]
+        self.value_cache = [cuda.to_device(nan) for _ in range(c.num_layers)]
+        self.waiting: collections.deque[Sequence] = collections.deque()
+        self.running: list[Sequence] = []  # admission order: the newest last
+        self.finished: dict[int, Sequence] = {}
+        self.stats = Stats()
+
+    def add_request(self, rid: int, prompt, max_new: int) -> None:
+        prompt = [int(t) for t in prompt]
+        if not prompt or max_new < 1 or len(prompt) + max_new > self.cfg.max_len:
+            raise ValueError(f"request {rid}: prompt of {len(prompt)} tokens + {max_new} new must be 1..."
+                             f"{self.cfg.max_len}")
+        if self.blocks.blocks_for(len(prompt) + max_new) > self.num_blocks:
+            raise ValueError(f"request {rid} needs {self.blocks.blocks_for(len(prompt) + max_new)} blocks at its "
+                             f"longest; the whole cache has {self.num_blocks}")
+        self.waiting.append(Sequence(rid, prompt, int(max_new)))
+
+    # --- scheduling: which sequences run this step, and where their new tokens go ------------------
+
+    def _preempt(self, seq: Sequence) -> None:
+        """Free the sequence's pages; it waits at the front and recomputes its tokens when readmitted."""
+        self.blocks.free(seq.rid)
+        seq.cached = 0
+        self.waiting.appendleft(seq)
+        self.stats.preemptions += 1
+
+    def schedule(self) -> list[Sequence]:
+        """Reserve one slot for every running sequence's next token, oldest first, preempting the newest
+        when the pages run out; then admit waiting requests, first come first served, while their
+        tokens fit. Returns the step's sequences, each with ``new_tokens`` set."""
+        i = 0
+        while i < len(self.running):
+            seq = self.running[i]
+            try:
+                self.blocks.append_slot(seq.rid)  # raises, changing nothing, when no page is free
+                seq.new_tokens = 1
+                i += 1
+            except OutOfBlocksError:
+                victim = self.running.pop()  # the newest: the oldest keep their pages and finish
+                self._preempt(victim)
+        while self.waiting and self.blocks.can_allocate(len(self.waiting[0].tokens)):
+            seq = self.waiting.popleft()
+            self.blocks.allocate(seq.rid, len(seq.tokens))
+            seq.new_tokens = len(seq.tokens)  # the prompt, or everything again after a preemption
+            self.running.append(seq)
+        return list(self.running)
+
+    # --- one step of the model over every scheduled token ------------------------------------------
+
+    def _batch(self, seqs):
+        """Per token row: id, position, slot, its sequence's block table, context length (pos + 1)."""
+        tokens, positions, slots, tables, lens, last = [], [], [], [], [], []
+        for seq in seqs:
+            start = len(seq.tokens) - seq.new_tokens
+            table = self.blocks.block_table(seq.rid)
+            tokens += seq.tokens[start:]
+            positions += range(start, len(seq.tokens))
+            slots += self.blocks.slot_mapping(seq.rid, start, len(seq.tokens))
+            tables += [table] * seq.new_tokens
+            lens += range(start, len(seq.tokens))
+            last.append(len(tokens) - 1)
+        width = max(len(t) for t in tables)
+        block_tables = np.full((len(tables), width), -1, dtype=np.int32)  # (rows, max pages); -1 unused
+        for r, t in enumerate(tables):
+            block_tables[r, :len(t)] = t
+        i32 = lambda xs: np.asarray(xs, dtype=np.int32)  # noqa: E731
+        return i32(tokens), i32(positions), i32(slots), block_tables, i32(lens), last
+
+    def forward(self, seqs):
+        """Logits (len(seqs), vocab) at each sequence's last new token."""
+        c, W, xp = self.cfg, self.W, _xp()
+        tokens, positions, slots, block_tables, lens, last = self._batch(seqs)
+        x = W["embed"][xp.asarray(tokens)]  # (rows, d_model)
+        d_pos, d_slots = launch.to_device(positions, slots) if ON_GPU else (positions, slots)
+        scale = 1.0 / math.sqrt(c.head_dim)
+        for i in range(c.num_layers):
+            qkv = _rmsnorm(x, W[f"norm1.{i}"]) @ W[f"wqkv.{i}"]  # (rows, (H + 2 KVH) * D)
+            q = rope_and_cache(qkv, d_pos, d_slots, self.cos_sin, self.key_cache[i], self.value_cache[i],
+                               c.num_heads)
+            _sync()
+            t0 = time.perf_counter()
+            o = self.attention(q, self.key_cache[i], self.value_cache[i], block_tables, lens, scale)
+            _sync()
+            self.stats.attention_seconds += time.perf_counter() - t0
+            x = x + _to_xp(o).reshape(len(tokens), -1) @ W[f"wo.{i}"]
+            h = _rmsnorm(x, W[f"norm2.{i}"])
+            gate = h @ W[f"wgate.{i}"]
+            x = x + (gate / (1 + xp.exp(-gate)) * (h @ W[f"wup.{i}"])) @ W[f"wdown.{i}"]
+        return _rmsnorm(x[xp.asarray(last)], W["norm_f"]) @ W["lm_head"]
+
+    def step(self) -> None:
+        seqs = self.schedule()
+        if not seqs:
+            return
+        logits = self.forward(seqs)
+        xp = _xp()
+        top2 = xp.sort(logits, axis=1)[:, -2:]
+        picks = checking.to_host(xp.argmax(logits, axis=1))  # the step's one device-to-host copy
+        gaps = checking.to_host(top2[:, 1] - top2[:, 0])
+        s = self.stats
+        s.steps += 1
+        s.peak_running = max(s.peak_running, len(seqs))
+        used = self.num_blocks - self.blocks.num_free_blocks
+        if used > s.peak_blocks:
+            s.peak_blocks, s.peak_blocks_running = used, len(seqs)
+        for seq, tok, gap in zip(seqs, picks, gaps):
+            seq.cached = len(seq.tokens)
+            seq.out.append(int(tok))
+            s.margins.setdefault(seq.rid, []).append(float(gap))
+            s.generated += 1
+            if len(seq.out) == seq.max_new:
+                self.blocks.free(seq.rid)
+                self.running.remove(seq)
+                self.finished[seq.rid] = seq
+
+    def run(self) -> dict[int, list[int]]:
+        """Serve every request to completion; returns rid -> generated tokens."""
+        start = time.perf_counter()
+        while self.waiting or self.running:
+            self.step()
+        _sync()
+        self.stats.seconds += time.perf_counter() - start
+        return {rid: seq.out for rid, seq in sorted(self.finished.items())}
+
+
+def _rmsnorm(x, g):
+    xp = _xp()
+    return x / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + np.float32(1e-6)) * g
+
+
+# --- host functions ---------------------------------------------------------------------------------
+
+
+def _check(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
+    if not isinstance(model, Model):
+        raise ValueError(f"model: expected a Model, got {type(model).__name__}")
+    launch.check_array("prompts", prompts, dtype=np.int32, ndim=2)
+    launch.check_array("prompt_lens", prompt_lens, dtype=np.int32, shape=(prompts.shape[0],))
+    launch.check_array("output_lens", output_lens, dtype=np.int32, shape=(prompts.shape[0],))
+    for name, v in (("block_size", block_size), ("num_blocks", num_blocks)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name}: expected a positive int, got {v!r}")
+    prompts, prompt_lens, output_lens = (checking.to_host(a) for a in (prompts, prompt_lens, output_lens))
+    c = model.cfg
+    if prompts.shape[0] == 0:
+        raise ValueError("prompts: expected at least one request")
+    if prompt_lens.min() < 1 or prompt_lens.max() > prompts.shape[1]:
+        raise ValueError(f"prompt_lens: expected 1..{prompts.shape[1]} (the prompts' width), "
+                         f"got {prompt_lens.min()}..{prompt_lens.max()}")
+    if output_lens.min() < 1:
+        raise ValueError(f"output_lens: expected >= 1, got {output_lens.min()}")
+    total = prompt_lens.astype(np.int64) + output_lens
+    if total.max() > c.max_len:
+        r = int(np.argmax(total))
+        raise ValueError(f"request {r}: {prompt_lens[r]} prompt + {output_lens[r]} output tokens exceed the "
+                         f"model's max_len {c.max_len}")
+    for r, p in enumerate(prompt_lens):
+        bad = (prompts[r, :p] < 0) | (prompts[r, :p] >= c.vocab)
+        if bad.any():
+            raise ValueError(f"prompts[{r}, {int(np.argmax(bad))}] = {prompts[r, int(np.argmax(bad))]}: "
+                             f"expected a token id in 0..{c.vocab - 1}")
+    if num_blocks * block_size < c.max_len:
+        raise ValueError(f"num_blocks: {num_blocks} x {block_size} = {num_blocks * block_size} token slots hold no "
+                         f"max_len ({c.max_len}) sequence, the contiguous cache's unit")
+    need = -(-int(total.max()) // block_size)
+    if need > num_blocks:
+        raise ValueError(f"num_blocks: the longest request needs {need} blocks of {block_size}; the budget is "
+                         f"{num_blocks}: it could never finish")
+    return prompts, prompt_lens, output_lens
+
+
+def serve(model, prompts, prompt_lens, output_lens, block_size, num_blocks, *, contiguous=False, attention=None):
+    """Run an engine over the requests; returns (tokens (num_requests, max output) int32, engine)."""
+    prompts, prompt_lens, output_lens = _check(model, prompts, prompt_lens, output_lens, block_size, num_blocks)
+    engine = Engine(model, int(block_size), int(num_blocks), contiguous=contiguous, attention=attention)
+    for r, (p, n) in enumerate(zip(prompt_lens, output_lens)):
+        engine.add_request(r, prompts[r, :p], int(n))
+    outputs = engine.run()
+    tokens = np.full((len(prompt_lens), int(output_lens.max())), -1, dtype=np.int32)
+    for r, out in outputs.items():
+        tokens[r, :len(out)] = out
+    return tokens, engine
+
+
+def naive(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
+    """v1: a contiguous cache, max_len slots reserved per admitted request."""
+    return serve(model, prompts, prompt_lens, output_lens, block_size, num_blocks, contiguous=True)[0]
+
+
+def optimized(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
+    """v2: the paged cache, pages taken as tokens arrive, preemption when they run out."""
+    return serve(model, prompts, prompt_lens, output_lens, block_size, num_blocks)[0]
+
+
+# --- make run: the tour of the destination ------------------------------------------------------------
+
+
+def first_divergence(a, b):
+    """Index of the first differing token of two token lists (None when equal)."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def compare_tokens(got, expected, margins) -> tuple[int, int, list[str]]:
+    """(identical requests, requests that diverge only at a near-tie, notes on real mismatches).
+
+    Two float32 engines may differ in summation order; where the top two logits are within TIE, either
+    choice is right, and everything after it is a different (equally valid) continuation."""
+    same, ties, bad = 0, 0, []
+    for r in range(expected.shape[0]):
+        i = first_divergence(list(got[r]), list(expected[r]))
+        if i is None:
+            same += 1
+        elif margins[r][i] < TIE:
+            ties += 1
+        else:
+            bad.append(f"request {r} differs at output token {i}: {got[r][i]} vs {expected[r][i]} "
+                       f"(logit gap {margins[r][i]:.2e})")
+    return same, ties, bad
+
+
+def default_args() -> dict:
+    if ON_GPU:
+        return dict(requests=256, max_prompt=512, max_output=256, block_size=16, kv_blocks=4096, model="small")
+    return dict(requests=8, max_prompt=10, max_output=10, block_size=4, kv_blocks=16, model="tiny")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = default_args()
+    p = argparse.ArgumentParser(
+        prog="python -m solutions.day90_serving_engine",
+        description="Serve a seeded batch of requests through the paged KV cache and PagedAttention, and "
+                    "compare with a contiguous (max-length reservation) cache under the same budget.")
+    p.add_argument("--requests", type=int, default=d["requests"], help="number of requests (default %(default)s)")
+    p.add_argument("--max-prompt", type=int, default=d["max_prompt"],
+                   help="prompt lengths are drawn from 1..this (default %(default)s)")
+    p.add_argument("--max-output", type=int, default=d["max_output"],
+                   help="output lengths are drawn from 1..this (default %(default)s)")
+    p.add_argument("--block-size", type=int, default=d["block_size"], help="tokens per page (default %(default)s)")
+    p.add_argument("--kv-blocks", type=int, default=d["kv_blocks"],
+                   help="KV budget in pages per layer (default %(default)s)")
+    p.add_argument("--model", choices=sorted(MODELS), default=d["model"], help="model size (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the weights and the requests (default 0)")
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    cfg = MODELS[a.model]
+    for name in ("requests", "max_prompt", "max_output", "block_size", "kv_blocks"):
+        if getattr(a, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
+    if a.max_prompt + a.max_output > cfg.max_len:
+        parser.error(f"--max-prompt + --max-output must fit the {a.model} model's context of {cfg.max_len} tokens")
+    wl = Workload(a.requests, a.max_prompt, a.max_output, a.block_size, a.kv_blocks, a.model)
+    try:
+        inputs = make_inputs(wl, seed=a.seed)
+        model, prompts, prompt_lens, output_lens, bs, nb = inputs
+        _check(*inputs)
+    except ValueError as exc:
+        parser.error(str(exc))
+    where = "on " + DEVICE.describe() if ON_GPU else "in the CUDA simulator (times are the simulator's)"
+    budget = nb * bs
+    print(f"serving {a.requests} requests {where}")
+    print(f"model: {model.describe()} (seed {a.seed})")
+    contiguous_slots = budget // cfg.max_len
+    print(f"KV budget: {nb} pages x {bs} tokens = {budget} token slots per layer; reserving max_len "
+          f"{cfg.max_len} per request, all {a.requests} at once would need {a.requests * cfg.max_len}")
+
+    paged_tokens, paged = serve(*inputs)
+    dense_tokens, dense = serve(*inputs, contiguous=True)
+
+    if a.requests <= 16:
+        print("\nrequest  prompt  output  generated tokens")
+        for r in range(a.requests):
+            out = paged_tokens[r, :output_lens[r]].tolist()
+            print(f"{r:7d}  {prompt_lens[r]:6d}  {output_lens[r]:6d}  {out}")
+    else:
+        print(f"\n(first 4 of {a.requests} requests)")
+        for r in range(4):
+            print(f"request {r}: prompt {prompt_lens[r]}, output {paged_tokens[r, :output_lens[r]].tolist()[:16]}...")
+
+    p, d = paged.stats, dense.stats
+    rows = [
+        ("sequences at once (peak)", f"{p.peak_running}", f"{d.peak_running} (budget // max_len = {contiguous_slots})"),
+        ("engine steps", f"{p.steps}", f"{d.steps}"),
+        ("preemptions", f"{p.preemptions}", f"{d.preemptions}"),
+        ("tokens/s", f"{p.generated / p.seconds:,.1f}", f"{d.generated / d.seconds:,.1f}"),
+        ("time in attention", f"{100 * p.attention_seconds / p.seconds:.0f} %",
+         f"{100 * d.attention_seconds / d.seconds:.0f} %"),
+    ]
+    print(f"\n{'':26s} {'paged (v2)':>14s}   {'contiguous (v1)':>14s}")
+    for name, x, y in rows:
+        print(f"{name:26s} {x:>14s}   {y}")
+    if not ON_GPU:
+        print("(the simulator pays per thread, shared launch or not, so its tokens/s cannot reward batching; "
+              "on a GPU a decode step costs about the same for 1 or 100 sequences)")
+    reserved = p.peak_blocks_running * cfg.max_len
+    print(f"\npeak KV used by the paged cache: {p.peak_blocks} pages = {p.peak_blocks * bs} token slots, "
+          f"for {p.peak_blocks_running} sequences; a contiguous cache would have reserved {reserved} slots "
+          f"({p.peak_blocks_running} x {cfg.max_len}) for them: {reserved / (p.peak_blocks * bs):.1f}x more")
+
+    margins = [dense.stats.margins[r] for r in range(a.requests)]
+    same, ties, bad = compare_tokens(paged_tokens, dense_tokens, margins)
+    ok = not bad
+    line = f"generated tokens: paged == dense-cache decode (contiguous) for {same}/{a.requests} requests"
+    if ties:
+        line += f"; {ties} diverge at a near-tie (top-2 logit gap < {TIE:g}), where either token is right"
+    if not ON_GPU:
+        expected, ref_margins = _decode_all(model, prompts, prompt_lens, output_lens)
+        same_ref, ties_ref, bad_ref = compare_tokens(paged_tokens, expected, ref_margins)
+        line += f"; == float64 NumPy decode for {same_ref}/{a.requests}"
+        ok &= not bad_ref
+        bad += bad_ref
+    print(("OK   " if ok else "FAIL ") + line)
+    for note in bad:
+        print("     " + note)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
