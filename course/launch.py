@@ -148,3 +148,21 @@ def sm_count() -> int:
 def grid_stride_blocks(n: int, threads_per_block: int, blocks_per_sm: int = 8) -> int:
     """A grid that fills the device once (a few blocks per SM), for grid-stride loops over ``n`` items."""
     return max(1, min(blocks(n, threads_per_block), sm_count() * blocks_per_sm))
+
+
+def word_dtype(row_bytes: int) -> np.dtype:
+    """The widest unsigned word (8, 4 or 2 bytes) that tiles a row of ``row_bytes`` bytes.
+
+    Copy kernels move bytes, not values: one 8-byte load per lane moves four float16s, so a warp's
+    request covers 256 bytes instead of 64 and the copy needs a quarter of the instructions."""
+    for dtype in (np.uint64, np.uint32, np.uint16):
+        if row_bytes % np.dtype(dtype).itemsize == 0:
+            return np.dtype(dtype)
+    return np.dtype(np.uint8)
+
+
+def as_words(dev_array, rows: int):
+    """A contiguous device array seen as (rows, words) of the widest word that tiles a row (no copy)."""
+    row_bytes = dev_array.size * dev_array.dtype.itemsize // rows
+    flat = dev_array.reshape(rows, dev_array.size // rows)
+    return flat.view(word_dtype(row_bytes))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from course import cuda, launch
-from solutions.day75_block_allocator import word_dtype
+from course.launch import word_dtype
 
 TITLE = "The cost of contiguous caches: a fragmentation lab"
 MEMORY_SPACE = "global"

@@ -31,6 +31,7 @@ read + 268 MB written: ~0.13 ms at the H200's ~4.1 TB/s copy rate.
 import numpy as np
 
 from course import cuda, launch
+from course.launch import as_words
 
 TITLE = "The block allocator and copy_blocks"
 MEMORY_SPACE = "global"
@@ -167,21 +168,6 @@ def traffic(kv_cache, block_mapping):
     """Each pair reads and writes one K page and one V page."""
     page_bytes = int(np.prod(kv_cache.shape[2:])) * kv_cache.itemsize
     return 2 * 2 * page_bytes * block_mapping.shape[0], 0
-
-
-def word_dtype(row_bytes: int):
-    """The widest unsigned word (8, 4 or 2 bytes) that tiles a row of ``row_bytes`` bytes."""
-    for dtype in (np.uint64, np.uint32, np.uint16):
-        if row_bytes % np.dtype(dtype).itemsize == 0:
-            return np.dtype(dtype)
-    return np.dtype(np.uint8)
-
-
-def as_words(dev_array, rows: int):
-    """A device array seen as (rows, words) of the widest word that tiles a row: a copy is bytes."""
-    row_bytes = dev_array.size * dev_array.dtype.itemsize // rows
-    flat = dev_array.reshape(rows, dev_array.size // rows)
-    return flat.view(word_dtype(row_bytes))
 
 
 @cuda.jit

@@ -25,7 +25,8 @@ reads and writes that much: 537 MB, ~0.13 ms at the H200's ~4.1 TB/s copy rate.
 import numpy as np
 
 from course import cuda, launch
-from solutions.day75_block_allocator import BlockAllocator, word_dtype
+from course.launch import word_dtype
+from solutions.day75_block_allocator import BlockAllocator
 
 TITLE = "Block tables and slot mapping"
 MEMORY_SPACE = "global"

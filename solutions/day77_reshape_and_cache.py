@@ -22,7 +22,7 @@ per sequence (256 sequences: 1 MB): there the launch, not the copy, sets the tim
 import numpy as np
 
 from course import cuda, launch
-from solutions.day75_block_allocator import word_dtype
+from course.launch import word_dtype
 from solutions.day76_block_tables import BlockManager
 
 TITLE = "Reshape-and-cache"

@@ -163,15 +163,17 @@ def _host(a) -> np.ndarray:
 # --- validation (shared by days 79-81) ----------------------------------------------------------
 
 
-def check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale, *, max_head_dim=None):
+def check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale, *, max_head_dim=None,
+                 cache_dtypes=(np.float32, np.float16)):
     """ValueError, before any launch, unless the six inputs describe a valid decode step.
 
     Shapes and dtypes are always checked. The contents of block_tables and context_lens are checked
     when they are NumPy arrays; device arrays are trusted (reading them back would stall the launch
-    queue; serving engines trust the scheduler's metadata the same way).
+    queue; serving engines trust the scheduler's metadata the same way). ``cache_dtypes``: the cache
+    element types the caller's kernels read (day 88 passes int8).
     """
     launch.check_array("query", query, dtype=np.float32, ndim=3)
-    launch.check_array("key_cache", key_cache, dtype=(np.float32, np.float16), ndim=4)
+    launch.check_array("key_cache", key_cache, dtype=cache_dtypes, ndim=4)
     launch.check_array("value_cache", value_cache, dtype=key_cache.dtype, shape=key_cache.shape)
     num_seqs, num_heads, head_dim = query.shape
     num_blocks, block_size, num_kv_heads, cache_dim = key_cache.shape

@@ -43,7 +43,7 @@ from typing import NamedTuple
 import numpy as np
 
 from course import DEVICE, cuda, launch
-from solutions.day75_block_allocator import word_dtype
+from course.launch import word_dtype
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS
 from solutions.day78_paged_attention_v1 import optimized as paged_attention

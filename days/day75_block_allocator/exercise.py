@@ -15,6 +15,7 @@ Grade with:  make check DAY=75
 import numpy as np
 
 from course import cuda, launch
+from course.launch import as_words
 
 TITLE = "The block allocator and copy_blocks"
 MEMORY_SPACE = "global"
@@ -98,21 +99,6 @@ class BlockAllocator:
 
 
 # --- the day contract: copy_blocks ---------------------------------------------------------------------
-
-def word_dtype(row_bytes: int):
-    """The widest unsigned word (8, 4 or 2 bytes) that tiles a row of ``row_bytes`` bytes."""
-    for dtype in (np.uint64, np.uint32, np.uint16):
-        if row_bytes % np.dtype(dtype).itemsize == 0:
-            return np.dtype(dtype)
-    return np.dtype(np.uint8)
-
-
-def as_words(dev_array, rows: int):
-    """A device array seen as (rows, words) of the widest word that tiles a row: a copy is bytes."""
-    row_bytes = dev_array.size * dev_array.dtype.itemsize // rows
-    flat = dev_array.reshape(rows, dev_array.size // rows)
-    return flat.view(word_dtype(row_bytes))
-
 
 @cuda.jit
 def copy_blocks_naive_kernel(key_cache, value_cache, block_mapping):

@@ -14,7 +14,8 @@ Grade with:  make check DAY=76
 import numpy as np
 
 from course import cuda, launch
-from solutions.day75_block_allocator import BlockAllocator, word_dtype
+from course.launch import word_dtype
+from solutions.day75_block_allocator import BlockAllocator
 
 TITLE = "Block tables and slot mapping"
 MEMORY_SPACE = "global"

@@ -9,7 +9,7 @@ Grade with:  make check DAY=77
 import numpy as np
 
 from course import cuda, launch
-from solutions.day75_block_allocator import word_dtype
+from course.launch import word_dtype
 
 TITLE = "Reshape-and-cache"
 MEMORY_SPACE = "global"

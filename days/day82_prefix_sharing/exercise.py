@@ -18,7 +18,8 @@ from typing import NamedTuple
 import numpy as np
 
 from course import ON_GPU, cuda, launch
-from solutions.day75_block_allocator import as_words, copy_blocks_kernel
+from course.launch import as_words
+from solutions.day75_block_allocator import copy_blocks_kernel
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS
 from solutions.day78_paged_attention_v1 import check_inputs

@@ -19,7 +19,8 @@ from typing import NamedTuple
 import numpy as np
 
 from course import cuda, launch
-from solutions.day75_block_allocator import as_words, copy_blocks_kernel, word_dtype
+from course.launch import as_words, word_dtype
+from solutions.day75_block_allocator import copy_blocks_kernel
 from solutions.day76_block_tables import OutOfBlocksError
 from solutions.day77_reshape_and_cache import reshape_and_cache_kernel
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS

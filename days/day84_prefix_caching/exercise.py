@@ -22,7 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 from course import cuda, launch
-from solutions.day75_block_allocator import BlockAllocator, NoFreeBlockError, word_dtype  # noqa: F401
+from course.launch import word_dtype
+from solutions.day75_block_allocator import BlockAllocator, NoFreeBlockError  # noqa: F401
 from solutions.day76_block_tables import BlockManager as PlainBlockManager  # noqa: F401 (for plan_recompute)
 from solutions.day77_reshape_and_cache import reshape_and_cache_kernel
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS

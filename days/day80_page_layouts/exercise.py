@@ -1,0 +1,189 @@
+"""Day 80 exercise: page layouts -- the same PagedAttention on two arrangements of a page's bytes.
+
+token-major   (num_blocks, block_size, num_kv_heads, head_dim): day 78's layout.
+vectorized    (num_blocks, num_kv_heads, head_dim // x, block_size, x), x = 16 bytes // itemsize:
+              chunk c (16 bytes) of every token of a page side by side (vLLM's key layout).
+
+Write one kernel (inside layout_kernel); naive launches it on the token-major pair, optimized on the
+vectorized pair. Inputs: (query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables,
+context_lens, scale): the same cache in both layouts (see solutions/day80_page_layouts.py). With 4
+lanes per token, a warp load reads chunk j of 8 tokens: 8 scattered lines in the token-major layout,
+one 128-byte line in the vectorized one.
+Grade with:  make check DAY=80
+"""
+
+import functools
+import math  # noqa: F401  (for the kernel you write)
+
+import numpy as np
+
+from course import DEVICE, cuda, launch
+from numba import float32, uint32, uint64  # noqa: F401  (uint32, uint64: for the kernel you write)
+from solutions.day78_paged_attention_v1 import (  # the day's problem is day 78's
+    LOG2E,
+    NO_LOGIT,  # noqa: F401  (for the kernel you write)
+    WARP,
+    Config,
+    cache_words,
+    check_inputs,
+)
+from solutions.day78_paged_attention_v1 import library as day78_library
+from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
+from solutions.day78_paged_attention_v1 import reference as day78_reference
+from solutions.day78_paged_attention_v1 import traffic as day78_traffic
+
+TITLE = "Page layouts"
+MEMORY_SPACE = "global"
+VERSIONS = ("naive", "optimized")
+BOUND = "memory"
+
+NUM_WARPS = 2 if DEVICE.kind == "sim" else 4  # 64 threads in the simulator, which pays per thread
+CHUNK_BYTES = 16  # vLLM's x: one 16-byte vector per chunk
+CHUNK_WORDS = CHUNK_BYTES // 4
+G = CHUNK_WORDS  # lanes per token: lane g reads word g of every chunk of its token
+NG = WARP // G  # tokens a warp load instruction covers: 8
+WORDS_IN_FLIGHT = 32  # K words (and as many V words) each lane loads per trip before reducing
+LAYOUTS = ("token_major", "vectorized")
+
+TEST_SIZES = (
+    Config(4, 4, 2, 32, 8, 37, "float32"),  # contexts 37, 1, 8, 9; x = 4 elements
+    Config(2, 8, 2, 64, 16, 40, "float16"),  # GQA 4:1, x = 8 elements; contexts 40, 1
+    Config(3, 2, 1, 32, 32, 70, "float16"),  # MQA, block 32: contexts 70, 1, 32
+)
+BENCH_SIZES = (Config(64, 32, 8, 128, 16, 4096, "float16", ragged=False),)
+
+
+# --- the two layouts -----------------------------------------------------------------------------
+
+
+def chunk_elements(dtype) -> int:
+    """vLLM's x: elements per 16-byte chunk (8 for fp16, 4 for fp32)."""
+    return CHUNK_BYTES // np.dtype(dtype).itemsize
+
+
+def vectorized_shape(shape, dtype) -> tuple:
+    """(num_blocks, num_kv_heads, head_dim // x, block_size, x) for a token-major cache shape."""
+    num_blocks, block_size, num_kv_heads, head_dim = shape
+    x = chunk_elements(dtype)
+    return num_blocks, num_kv_heads, head_dim // x, block_size, x
+
+
+def to_vectorized(cache: np.ndarray) -> np.ndarray:
+    """A token-major cache rearranged into the vectorized layout (host side, for the inputs)."""
+    num_blocks, block_size, num_kv_heads, head_dim = cache.shape
+    x = chunk_elements(cache.dtype)
+    split = cache.reshape(num_blocks, block_size, num_kv_heads, head_dim // x, x)
+    return np.ascontiguousarray(split.transpose(0, 2, 3, 1, 4))
+
+
+def make_inputs(cfg, seed=0):
+    """Day 78's inputs plus the same K/V pages in the vectorized layout (NaN slots included)."""
+    query, key_cache, value_cache, tables, lens, scale = day78_inputs(cfg, seed)
+    return (query, key_cache, value_cache, to_vectorized(key_cache), to_vectorized(value_cache), tables,
+            lens, scale)
+
+
+def reference(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """Day 78's plain reference on the token-major (logical) pair."""
+    return day78_reference(query, key_cache, value_cache, block_tables, context_lens, scale)
+
+
+def traffic(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """One layout's live K/V rows once, queries, outputs, tables."""
+    return day78_traffic(query, key_cache, value_cache, block_tables, context_lens, scale)
+
+
+def check_layouts(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens,
+                  scale):
+    """Day 78's checks on the token-major pair, then: the vectorized pair is that cache's shape."""
+    check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
+    want = vectorized_shape(key_cache.shape, key_cache.dtype)
+    for name, a in (("key_cache_x", key_cache_x), ("value_cache_x", value_cache_x)):
+        launch.check_array(name, a, dtype=key_cache.dtype, shape=want)
+
+
+# --- one kernel, two layouts ---------------------------------------------------------------------
+
+
+@functools.cache
+def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str):
+    """The kernel for one (head_dim, dtype, block_size, layout). All four are compile-time constants:
+    the layout only decides two strides, and with block_size fixed both fold into the loads'
+    immediate offsets, so neither layout pays extra address arithmetic."""
+    # Constants for the kernel you write (unused until then).
+    elem = np.dtype(cache_dtype).type  # noqa: F841
+    PER_WORD = 4 // np.dtype(cache_dtype).itemsize
+    ROW_WORDS = head_dim // PER_WORD
+    WL = ROW_WORDS // CHUNK_WORDS  # words per lane per row: one of each chunk
+    VEC = WL * PER_WORD  # noqa: F841  (elements per lane: d = (j * CHUNK_WORDS + g) * PER_WORD + p)
+    TOKENS = max(1, WORDS_IN_FLIGHT // WL)  # rows per group per trip
+    KW = TOKENS * WL  # noqa: F841
+    HEAD_DIM = head_dim  # noqa: F841
+    BS = block_size
+    VECTORIZED = layout == "vectorized"
+    # Words between chunk j and j + 1 of one row: adjacent in a token-major row; a whole chunk column
+    # (block_size tokens x 16 bytes) apart in the vectorized layout.
+    CHUNK_STRIDE = BS * CHUNK_WORDS if VECTORIZED else CHUNK_WORDS  # noqa: F841
+
+    @cuda.jit(fastmath=True)
+    def paged_attention_layout_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
+                                      num_kv_heads):
+        """One block per (sequence, head), NUM_WARPS warps; day 78's kernel with narrow thread groups.
+
+        key_words / value_words: the caches as flat uint32 words (cache_words). Lane `lane` is in group
+        grp = lane // G (G = 4 lanes per token) and holds word g = lane % G of each of the row's WL
+        16-byte chunks: elements d = (j * CHUNK_WORDS + g) * PER_WORD + p, j < WL, p < PER_WORD.
+
+        - Addresses, in words: a page holds BS * ROW_WORDS * num_kv_heads words in both layouts.
+          token-major: page + row * (num_kv_heads * ROW_WORDS) + kv_head * ROW_WORDS + j * 4 + g.
+          vectorized:  page + kv_head * BS * ROW_WORDS + j * (BS * 4) + row * 4 + g.
+          Both are base + row * row_stride + j * CHUNK_STRIDE: compute row_stride per layout
+          (VECTORIZED is a compile-time constant), the 64-bit base once per page.
+        - Warp w takes pages w, w + NUM_WARPS, ...; per trip group grp takes rows t0 + u * NG + grp,
+          u < TOKENS. Issue every K and V load first (clamp dead rows onto n_tok - 1), read the words
+          as elements through kbuf.view(elem), dot with q (pre-scaled: use exp2), shfl_xor over 2, 1.
+        - Online softmax per group (m from NO_LOGIT, l, acc), fold the groups with shfl_xor over
+          4, 8, 16, merge the warps through cuda.shared.array((NUM_WARPS, HEAD_DIM), float32) as on
+          day 78 and write out[seq, head, d] = sum_w acc_w[d] 2^(m_w - M) / sum_w l_w 2^(m_w - M).
+        """
+        raise NotImplementedError("Day 80: day 78's kernel with G = 4 lanes per token and the address "
+                                  "base + row * row_stride + j * CHUNK_STRIDE for the layout (85 lines)")
+
+    return paged_attention_layout_kernel
+
+
+_SIG = ("void(float32[:, :, ::1], float32[:, :, ::1], uint32[::1], uint32[::1], int32[:, ::1], int32[::1], "
+        "float32, int32)")
+KERNELS = {  # the benchmark's head_dim, dtype and block size
+    "naive": (layout_kernel(128, "float16", 16, "token_major"), _SIG),
+    "optimized": (layout_kernel(128, "float16", 16, "vectorized"), _SIG),
+}
+
+
+def _launch(layout, query, key_cache, value_cache, block_tables, context_lens, scale):
+    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
+    out = launch.empty(query.shape, np.float32)  # (num_seqs, num_heads, head_dim)
+    num_seqs, num_heads, head_dim = query.shape
+    block_size, num_kv_heads = (key_cache.shape[3], key_cache.shape[1]) if layout == "vectorized" \
+        else (key_cache.shape[1], key_cache.shape[2])
+    kernel = layout_kernel(head_dim, np.dtype(key_cache.dtype).name, block_size, layout)
+    kernel[(num_heads, num_seqs), NUM_WARPS * WARP](out, q, cache_words(kc), cache_words(vc), tables, lens,
+                                                    float32(scale * LOG2E), num_kv_heads)
+    return launch.result(out, query, key_cache)
+
+
+def naive(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """Reads the token-major pair: each load instruction gathers 16 bytes from 8 rows 2 KB apart."""
+    check_layouts(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale)
+    return _launch("token_major", query, key_cache, value_cache, block_tables, context_lens, scale)
+
+
+def optimized(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """Reads the vectorized pair: each load instruction reads one whole 128-byte line."""
+    check_layouts(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale)
+    return _launch("vectorized", query, key_cache_x, value_cache_x, block_tables, context_lens, scale)
+
+
+def library(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """PyTorch SDPA on a dense copy of the token-major cache (day 78's library row)."""
+    return day78_library(query, key_cache, value_cache, block_tables, context_lens, scale)
