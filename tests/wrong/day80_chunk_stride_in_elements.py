@@ -1,0 +1,293 @@
+"""Day 80: page layouts -- the same PagedAttention on two arrangements of the bytes inside a page.
+
+MISTAKE: the vectorized layout's chunk stride is counted in elements (block_size * x) where the kernel
+addresses 32-bit words (block_size * 16 B / 4): right for fp32, where x = 4 elements = 4 words, but
+twice too far for fp16, so chunk j of a row is read from another head's (or another page's) slab.
+
+token-major   (num_blocks, block_size, num_kv_heads, head_dim): day 78's layout. A token's row of
+              one KV head is contiguous; the next token's row is num_kv_heads * head_dim away.
+vectorized    (num_blocks, num_kv_heads, head_dim // x, block_size, x), x = 16 bytes // itemsize:
+              vLLM's key-cache layout. A row is cut into 16-byte chunks, and chunk c of every token
+              of a page sits side by side: a page's tokens are interleaved chunk by chunk.
+
+Both versions run one kernel (thread groups over tokens, as on day 78) with narrow groups: G = 4
+lanes per token, lane g holding word g of every 16-byte chunk, so a warp load instruction reads
+chunk c of 8 tokens at once. What those 8 x 16 bytes are in memory depends only on the layout:
+
+v1 naive      token-major layout: the 8 chunks lie num_kv_heads * head_dim * itemsize apart (2 KB at
+              the benchmark's shape): 8 cache lines and 8 half-used 32-byte sectors per instruction;
+              the other halves arrive one instruction later, from L1 if they are still there.
+v2 optimized  vectorized layout: the 8 chunks are one 128-byte line, 4 whole sectors: the minimum a
+              32-lane, 4-byte load can touch. Only the address arithmetic changes.
+
+The contract. make_inputs builds one logical cache (day 78's, which is the token-major layout) and
+returns the same data in both layouts, as two serving engines would each hold it:
+(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale).
+naive reads the token-major pair, optimized the vectorized pair; both validate all eight (the two
+layouts must describe the same cache), reference and traffic read the token-major pair. V takes the
+same vectorized layout as K here because our p.v step reads V with the same token-group mapping; vLLM
+lays V out as (num_blocks, num_kv_heads, head_dim, block_size) because its p.v step gives lanes
+columns, not tokens.
+
+Napkin math (64 seqs x 32 heads over 8 KV heads x 128, context 4096, block 16, fp16): 1.07 GB of K/V
+pages, ~0.26 ms at 4.1 TB/s in either layout: DRAM bytes are the same. What differs is the work of
+the L1/load pipeline: 8 lines per load instruction instead of 1 for the same 128 useful bytes.
+"""
+
+import functools
+import math
+
+import numpy as np
+
+from course import DEVICE, cuda, launch
+from numba import float32, uint32, uint64
+from solutions.day78_paged_attention_v1 import (  # the day's problem is day 78's
+    LOG2E,
+    NO_LOGIT,
+    WARP,
+    Config,
+    cache_words,
+    check_inputs,
+)
+from solutions.day78_paged_attention_v1 import library as day78_library
+from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
+from solutions.day78_paged_attention_v1 import reference as day78_reference
+from solutions.day78_paged_attention_v1 import traffic as day78_traffic
+
+TITLE = "Page layouts"
+MEMORY_SPACE = "global"
+VERSIONS = ("naive", "optimized")
+BOUND = "memory"
+
+NUM_WARPS = 2 if DEVICE.kind == "sim" else 4  # 64 threads in the simulator, which pays per thread
+CHUNK_BYTES = 16  # vLLM's x: one 16-byte vector per chunk
+CHUNK_WORDS = CHUNK_BYTES // 4
+G = CHUNK_WORDS  # lanes per token: lane g reads word g of every chunk of its token
+NG = WARP // G  # tokens a warp load instruction covers: 8
+WORDS_IN_FLIGHT = 32  # K words (and as many V words) each lane loads per trip before reducing
+LAYOUTS = ("token_major", "vectorized")
+
+TEST_SIZES = (
+    Config(4, 4, 2, 32, 8, 37, "float32"),  # contexts 37, 1, 8, 9; x = 4 elements
+    Config(2, 8, 2, 64, 16, 40, "float16"),  # GQA 4:1, x = 8 elements; contexts 40, 1
+    Config(3, 2, 1, 32, 32, 70, "float16"),  # MQA, block 32: contexts 70, 1, 32
+)
+BENCH_SIZES = (Config(64, 32, 8, 128, 16, 4096, "float16", ragged=False),)
+
+
+# --- the two layouts -----------------------------------------------------------------------------
+
+
+def chunk_elements(dtype) -> int:
+    """vLLM's x: elements per 16-byte chunk (8 for fp16, 4 for fp32)."""
+    return CHUNK_BYTES // np.dtype(dtype).itemsize
+
+
+def vectorized_shape(shape, dtype) -> tuple:
+    """(num_blocks, num_kv_heads, head_dim // x, block_size, x) for a token-major cache shape."""
+    num_blocks, block_size, num_kv_heads, head_dim = shape
+    x = chunk_elements(dtype)
+    return num_blocks, num_kv_heads, head_dim // x, block_size, x
+
+
+def to_vectorized(cache: np.ndarray) -> np.ndarray:
+    """A token-major cache rearranged into the vectorized layout (host side, for the inputs)."""
+    num_blocks, block_size, num_kv_heads, head_dim = cache.shape
+    x = chunk_elements(cache.dtype)
+    split = cache.reshape(num_blocks, block_size, num_kv_heads, head_dim // x, x)
+    return np.ascontiguousarray(split.transpose(0, 2, 3, 1, 4))
+
+
+def make_inputs(cfg, seed=0):
+    """Day 78's inputs plus the same K/V pages in the vectorized layout (NaN slots included)."""
+    query, key_cache, value_cache, tables, lens, scale = day78_inputs(cfg, seed)
+    return (query, key_cache, value_cache, to_vectorized(key_cache), to_vectorized(value_cache), tables,
+            lens, scale)
+
+
+def reference(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """Day 78's plain reference on the token-major (logical) pair."""
+    return day78_reference(query, key_cache, value_cache, block_tables, context_lens, scale)
+
+
+def traffic(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """One layout's live K/V rows once, queries, outputs, tables."""
+    return day78_traffic(query, key_cache, value_cache, block_tables, context_lens, scale)
+
+
+def check_layouts(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens,
+                  scale):
+    """Day 78's checks on the token-major pair, then: the vectorized pair is that cache's shape."""
+    check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
+    want = vectorized_shape(key_cache.shape, key_cache.dtype)
+    for name, a in (("key_cache_x", key_cache_x), ("value_cache_x", value_cache_x)):
+        launch.check_array(name, a, dtype=key_cache.dtype, shape=want)
+
+
+# --- one kernel, two layouts ---------------------------------------------------------------------
+
+
+@functools.cache
+def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str):
+    """The kernel for one (head_dim, dtype, block_size, layout). All four are compile-time constants:
+    the layout only decides two strides, and with block_size fixed both fold into the loads'
+    immediate offsets, so neither layout pays extra address arithmetic."""
+    elem = np.dtype(cache_dtype).type
+    PER_WORD = 4 // np.dtype(cache_dtype).itemsize
+    ROW_WORDS = head_dim // PER_WORD
+    WL = ROW_WORDS // CHUNK_WORDS  # words per lane per row: one of each chunk
+    VEC = WL * PER_WORD  # elements per lane: d = (j * CHUNK_WORDS + g) * PER_WORD + p
+    TOKENS = max(1, WORDS_IN_FLIGHT // WL)  # rows per group per trip
+    KW = TOKENS * WL
+    HEAD_DIM = head_dim
+    BS = block_size
+    VECTORIZED = layout == "vectorized"
+    # Words between chunk j and j + 1 of one row: adjacent in a token-major row; a whole chunk column
+    # (block_size tokens x 16 bytes) apart in the vectorized layout.
+    CHUNK_STRIDE = BS * (CHUNK_BYTES // np.dtype(cache_dtype).itemsize) if VECTORIZED else CHUNK_WORDS
+
+    @cuda.jit(fastmath=True)
+    def paged_attention_layout_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
+                                      num_kv_heads):
+        seq = cuda.blockIdx.y
+        head = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        warp = tid // WARP
+        lane = tid % WARP
+        grp = lane // G
+        g = lane % G
+        kv_head = head // (query.shape[1] // num_kv_heads)
+        ctx = context_lens[seq]
+        num_pages = (ctx + BS - 1) // BS
+        page_words = uint64(BS * ROW_WORDS) * uint64(num_kv_heads)  # a page holds every KV head
+        if VECTORIZED:
+            head_words = uint64(kv_head * BS * ROW_WORDS + g)  # the head's (chunks, block_size, x) slab
+            row_stride = uint32(CHUNK_WORDS)  # next token: the next 16 bytes
+        else:
+            head_words = uint64(kv_head * ROW_WORDS + g)
+            row_stride = uint32(num_kv_heads * ROW_WORDS)  # next token: every KV head's row later
+
+        q = cuda.local.array(VEC, float32)
+        acc = cuda.local.array(VEC, float32)
+        kbuf = cuda.local.array(KW, uint32)  # (TOKENS, WL) words as loaded
+        vbuf = cuda.local.array(KW, uint32)
+        k = kbuf.view(elem)  # the same registers as (TOKENS, VEC) elements
+        v = vbuf.view(elem)
+        s = cuda.local.array(TOKENS, float32)
+        for j in range(WL):
+            for p in range(PER_WORD):
+                q[j * PER_WORD + p] = query[seq, head, (j * CHUNK_WORDS + g) * PER_WORD + p] * scale
+                acc[j * PER_WORD + p] = 0.0
+        m = float32(NO_LOGIT)
+        l = float32(0.0)
+
+        for page in range(warp, num_pages, NUM_WARPS):
+            base = uint64(block_tables[seq, page]) * page_words + head_words
+            n_tok = min(BS, ctx - page * BS)
+            for t0 in range(0, n_tok, NG * TOKENS):
+                # Instruction (u, j): the warp's 8 groups read chunk j of 8 consecutive rows. Dead rows
+                # re-read the page's last live row (never past the context) and are masked below.
+                for u in range(TOKENS):
+                    row = min(t0 + u * NG + grp, n_tok - 1)
+                    off = base + uint64(uint32(row) * row_stride)
+                    for j in range(WL):
+                        kbuf[u * WL + j] = key_words[off + uint64(j * CHUNK_STRIDE)]
+                        vbuf[u * WL + j] = value_words[off + uint64(j * CHUNK_STRIDE)]
+                for u in range(TOKENS):
+                    part = float32(0.0)
+                    for e in range(VEC):
+                        part += q[e] * float32(k[u * VEC + e])
+                    s[u] = part
+                for u in range(TOKENS):  # 4 lanes per dot product: two butterfly steps
+                    s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], 2)
+                    s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], 1)
+                m_new = m
+                for u in range(TOKENS):
+                    if t0 + u * NG + grp >= n_tok:
+                        s[u] = -math.inf
+                    m_new = max(m_new, s[u])
+                correction = math.exp2(m - m_new)
+                l *= correction
+                for e in range(VEC):
+                    acc[e] *= correction
+                for u in range(TOKENS):
+                    p_u = math.exp2(s[u] - m_new)
+                    l += p_u
+                    for e in range(VEC):
+                        acc[e] += p_u * float32(v[u * VEC + e])
+                m = m_new
+
+        o = G  # fold the warp's 8 groups: lanes g, g + 4, ... hold the same columns
+        while o < WARP:
+            m_o = cuda.shfl_xor_sync(0xFFFFFFFF, m, o)
+            l_o = cuda.shfl_xor_sync(0xFFFFFFFF, l, o)
+            m_new = max(m, m_o)
+            a = math.exp2(m - m_new)
+            b = math.exp2(m_o - m_new)
+            l = l * a + l_o * b
+            for e in range(VEC):
+                acc[e] = acc[e] * a + cuda.shfl_xor_sync(0xFFFFFFFF, acc[e], o) * b
+            m = m_new
+            o *= 2
+
+        sm_acc = cuda.shared.array((NUM_WARPS, HEAD_DIM), float32)  # independent of the context
+        sm_m = cuda.shared.array(NUM_WARPS, float32)
+        sm_l = cuda.shared.array(NUM_WARPS, float32)
+        if grp == 0:
+            for j in range(WL):
+                for p in range(PER_WORD):
+                    sm_acc[warp, (j * CHUNK_WORDS + g) * PER_WORD + p] = acc[j * PER_WORD + p]
+        if lane == 0:
+            sm_m[warp] = m
+            sm_l[warp] = l
+        cuda.syncthreads()
+        m_all = sm_m[0]
+        for w in range(1, NUM_WARPS):
+            m_all = max(m_all, sm_m[w])
+        total = float32(0.0)
+        for w in range(NUM_WARPS):
+            total += sm_l[w] * math.exp2(sm_m[w] - m_all)
+        for d in range(tid, HEAD_DIM, NUM_WARPS * WARP):
+            o_d = float32(0.0)
+            for w in range(NUM_WARPS):
+                o_d += sm_acc[w, d] * math.exp2(sm_m[w] - m_all)
+            out[seq, head, d] = o_d / total
+
+    return paged_attention_layout_kernel
+
+
+_SIG = ("void(float32[:, :, ::1], float32[:, :, ::1], uint32[::1], uint32[::1], int32[:, ::1], int32[::1], "
+        "float32, int32)")
+KERNELS = {  # the benchmark's head_dim, dtype and block size
+    "naive": (layout_kernel(128, "float16", 16, "token_major"), _SIG),
+    "optimized": (layout_kernel(128, "float16", 16, "vectorized"), _SIG),
+}
+
+
+def _launch(layout, query, key_cache, value_cache, block_tables, context_lens, scale):
+    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
+    out = launch.empty(query.shape, np.float32)  # (num_seqs, num_heads, head_dim)
+    num_seqs, num_heads, head_dim = query.shape
+    block_size, num_kv_heads = (key_cache.shape[3], key_cache.shape[1]) if layout == "vectorized" \
+        else (key_cache.shape[1], key_cache.shape[2])
+    kernel = layout_kernel(head_dim, np.dtype(key_cache.dtype).name, block_size, layout)
+    kernel[(num_heads, num_seqs), NUM_WARPS * WARP](out, q, cache_words(kc), cache_words(vc), tables, lens,
+                                                    float32(scale * LOG2E), num_kv_heads)
+    return launch.result(out, query, key_cache)
+
+
+def naive(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """Reads the token-major pair: each load instruction gathers 16 bytes from 8 rows 2 KB apart."""
+    check_layouts(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale)
+    return _launch("token_major", query, key_cache, value_cache, block_tables, context_lens, scale)
+
+
+def optimized(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """Reads the vectorized pair: each load instruction reads one whole 128-byte line."""
+    check_layouts(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale)
+    return _launch("vectorized", query, key_cache_x, value_cache_x, block_tables, context_lens, scale)
+
+
+def library(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale):
+    """PyTorch SDPA on a dense copy of the token-major cache (day 78's library row)."""
+    return day78_library(query, key_cache, value_cache, block_tables, context_lens, scale)
