@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,10 +49,15 @@ def run_grader(test_path: Path, target: str, *extra: str) -> dict[str, str]:
 
 def main() -> int:
     bad = 0
-    for info in days.all_days():
-        if not info.test_path.exists():
-            continue
-        outcomes = run_grader(info.test_path, "exercise")
+    graded = [info for info in days.all_days() if info.test_path.exists()]
+    wrongs = sorted((ROOT / "tests" / "wrong").glob("day[0-9][0-9]_*.py"))
+    # Each grader run is its own pytest process: run as many at once as there are cores.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        exercise_runs = pool.map(lambda info: run_grader(info.test_path, "exercise"), graded)
+        wrong_runs = pool.map(lambda w: run_grader(
+            days.find(int(re.match(r"day(\d\d)_", w.name).group(1))).test_path, str(w), "-x"), wrongs)
+        exercise_runs, wrong_runs = list(exercise_runs), list(wrong_runs)
+    for info, outcomes in zip(graded, exercise_runs):
         ran = {k: v for k, v in outcomes.items() if v != "skipped"}
         passed = sorted(k for k, v in ran.items() if v == "passed")
         if not ran:
@@ -64,11 +70,9 @@ def main() -> int:
             bad += 1
         else:
             print(f"ok   day {info.number:02d}: all {len(ran)} tests fail on the untouched exercise")
-    for wrong in sorted((ROOT / "tests" / "wrong").glob("day[0-9][0-9]_*.py")):
-        number = int(re.match(r"day(\d\d)_", wrong.name).group(1))
+    for wrong, outcomes in zip(wrongs, wrong_runs):  # "-x" above: one rejection is enough
         mistake = next((ln.split("MISTAKE:", 1)[1].strip() for ln in wrong.read_text().splitlines()
                         if "MISTAKE:" in ln), "?")
-        outcomes = run_grader(days.find(number).test_path, str(wrong), "-x")  # one rejection is enough
         failed = sorted(k for k, v in outcomes.items() if v == "failed")
         if failed:
             print(f"ok   {wrong.name}: rejected by {len(failed)} test(s) ({mistake})")

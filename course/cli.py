@@ -234,22 +234,34 @@ def cmd_run(args) -> int:
 
 # ---- notebooks ---------------------------------------------------------------------------------------
 
-def cmd_notebooks(args) -> int:
+def _execute_notebook(path: str) -> tuple[str, float, str | None]:
+    """Run one notebook headless in a fresh kernel; (name, seconds, error or None). Outputs are not saved."""
     import nbformat
     from nbclient import NotebookClient
 
+    start = time.perf_counter()
+    nb = nbformat.read(path, as_version=4)
+    try:
+        NotebookClient(nb, timeout=900, kernel_name="python3",
+                       resources={"metadata": {"path": os.path.dirname(path)}}).execute()
+        return os.path.basename(path), time.perf_counter() - start, None
+    except Exception as exc:
+        return os.path.basename(path), time.perf_counter() - start, str(exc)[-2000:]
+
+
+def cmd_notebooks(args) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+
     infos = [_day(args.day)] if args.day else [d for d in days.all_days() if d.notebook_path.exists()]
     failed = []
-    for info in infos:
-        start = time.perf_counter()
-        nb = nbformat.read(info.notebook_path, as_version=4)
-        try:
-            NotebookClient(nb, timeout=900, kernel_name="python3",
-                           resources={"metadata": {"path": str(info.notebook_path.parent)}}).execute()
-            console.print(f"[green]ok[/]     {info.notebook_path.name} ({time.perf_counter() - start:.0f} s)")
-        except Exception as exc:
-            failed.append(info.notebook_path.name)
-            console.print(f"[red]failed[/] {info.notebook_path.name}: {str(exc)[-2000:]}")
+    # One kernel per core: notebooks are independent, and each simulated kernel keeps one core busy.
+    with ProcessPoolExecutor(max_workers=min(len(infos), os.cpu_count() or 2)) as pool:
+        for name, seconds, error in pool.map(_execute_notebook, [str(i.notebook_path) for i in infos]):
+            if error is None:
+                console.print(f"[green]ok[/]     {name} ({seconds:.0f} s)")
+            else:
+                failed.append(name)
+                console.print(f"[red]failed[/] {name}: {error}", markup=False)
     console.print(f"{len(infos) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
 
