@@ -11,11 +11,13 @@ tokens, stale data or garbage.
 v1 naive      one thread per (sequence, head) walks the block table token by token, three passes
               (max logit, exp-sum with out += p * v in global memory, divide): each warp's 32 lanes
               read 32 different heads' rows, and 2048 threads cannot keep HBM busy.
-v2 optimized  one block per (sequence, head); its warps take pages in turn and each lane owns
-              head_dim / 32 columns, so a page's rows are read 64-256 contiguous bytes per warp
-              load; four tokens per trip keep 32 loads in flight per lane; per-warp online softmax
-              (running max and exp-sum), warps merged once through a few KB of shared memory that
-              does not grow with the context.
+v2 optimized  one block per (sequence, head); its warps take pages in turn. The caches are read as
+              flat 32-bit words (two fp16 per load, unsigned offsets, no negative-index wraparound)
+              by a kernel compiled per (head_dim, dtype) so every loop bound is a constant; a small
+              group of lanes (8 for head_dim 128 in fp16) shares one token, each lane holding a
+              16-column slice of q, so a dot product needs 3 shuffles, not 5; 16 tokens per warp
+              trip with every load issued first; online softmax in base 2; warps merged once
+              through a few KB of shared memory that does not grow with the context.
 
 Napkin math (64 seqs x 32 heads over 8 KV heads x head_dim 128, context 4096, fp16 cache): the K and
 V pages are 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB, the queries and outputs 1 MB. Per KV element
