@@ -1,0 +1,460 @@
+"""Day 88 (WRONG): int8 KV cache
+
+MISTAKE: the fused kernel weights V with the key's scale (one scale per token for both caches).
+
+Day 88: int8 KV cache -- PagedAttention over int8 pages with one float32 scale per (token, KV head).
+
+Each cached row x (one token, one KV head, head_dim values) is stored as
+
+    scale = max|x| / 127        q = round(x / scale)  in int8        x ~ q * scale
+
+The scales live in pages of their own, (num_blocks, block_size, num_kv_heads) float32, addressed by
+the same block table. A scale per (token, KV head) is fixed when the token is written: a per-block
+scale would have to be raised, and the block requantized, whenever a later token brings a larger
+value. At head_dim 128 a row is 128 + 4 bytes instead of 256: 51.6 % of the float16 cache.
+
+v1 naive      a grid-stride kernel dequantizes the whole int8 pool into a float16 copy, then day 78's
+              fp16 kernel reads that copy: 1 B read + 2 B written + 2 B read again per element, and
+              a float16 pool as large as the one int8 was meant to replace.
+v2 optimized  dequantization fused into day 78's kernel: int8 read as 32-bit words, unpacked by a
+              bit trick instead of slow int->float conversions, the K scale applied once per token
+              to the finished dot product and the V scale folded into the softmax weight; one block
+              per (sequence, KV head) serves every query head of the GQA group, so each byte is
+              loaded and unpacked once for all of them.
+quantize      a warp per row: each lane takes head_dim / 32 values, the max-abs is a 5-step
+              shfl_xor butterfly, lane 0 stores the scale.
+
+Napkin math (64 seqs x 32 heads over 8 KV heads x head_dim 128, context 4096, block 16): the fp16
+pages are 1.07 GB, the int8 pages + scales 0.55 GB. At ~4.1 TB/s the floor drops from ~0.26 ms to
+~0.135 ms. Per int8 byte the fused kernel does 4 FMAs (the 4 query heads sharing it) plus an unpack:
+the instruction budget is 2x that of fp16 per byte, which is why it must unpack once per group and
+never with I2F (16 conversions a clock per SM would cap it near 3.7 TB/s with all 4 heads sharing).
+"""
+
+import functools
+import math
+
+import numpy as np
+
+from course import cuda, launch
+from numba import float32, int8, uint32, uint64
+from numba.types import float16
+from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, WARP, Config, cache_words
+from solutions.day78_paged_attention_v1 import check_inputs as day78_check_inputs
+from solutions.day78_paged_attention_v1 import library as day78_library
+from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
+from solutions.day78_paged_attention_v1 import optimized as day78_attention
+from solutions.day78_paged_attention_v1 import reference as day78_reference
+
+TITLE = "int8 KV cache"
+MEMORY_SPACE = "global + registers"
+VERSIONS = ("naive", "optimized")
+BOUND = "memory"
+RTOL = 2e-3  # both versions against attention over the dequantized cache; naive rounds it to fp16 first
+
+QMAX = 127  # symmetric: -127..127, so -x quantizes to -q
+VEC = 8  # optimized: int8 values of a row per lane (two 32-bit words)
+WL = VEC // 4
+TOKENS = 4  # optimized: rows per thread group per trip, loads issued first
+MAX_GROUP = 4  # optimized: query heads per block (q and acc: MAX_GROUP * VEC registers each)
+MAGIC = 8388736.0  # 2^23 + 128: the float whose low mantissa byte is (b + 128) equals b + MAGIC
+DEQUANT_THREADS = 256
+QUANT_THREADS = 128
+
+TEST_SIZES = (
+    Config(4, 2, 1, 32, 8, 37, "int8"),  # contexts 37, 1, 8, 9 (max, 1, block, block + 1); group 2
+    Config(2, 4, 1, 64, 16, 40, "int8"),  # MQA, group 4 (one full chunk), head_dim 64; contexts 40, 1
+    Config(1, 6, 1, 32, 32, 45, "int8"),  # group 6: chunks of 4 + 2 heads; block 32
+    Config(2, 2, 2, 128, 16, 17, "int8"),  # head_dim 128 (the benchmark's), plain multi-head
+)
+BENCH_SIZES = (Config(64, 32, 8, 128, 16, 4096, "int8", ragged=False),)
+
+
+# --- quantization, the plain way (the tests' source of truth) -----------------------------------
+
+
+def quantize_reference(x):
+    """(..., head_dim) float -> (int8 of the same shape, float32 scales of shape x.shape[:-1])."""
+    x = np.asarray(x, dtype=np.float32)
+    amax = np.abs(x).max(axis=-1)
+    scales = (amax / np.float32(QMAX)).astype(np.float32)
+    inv = np.divide(np.float32(QMAX), amax, out=np.zeros_like(amax), where=amax > 0)
+    q = np.clip(np.rint(x * inv[..., None]), -QMAX, QMAX).astype(np.int8)
+    return q, scales
+
+
+def dequantize_reference(q, scales):
+    return q.astype(np.float64) * scales[..., None].astype(np.float64)
+
+
+def make_inputs(cfg, seed=0):
+    """(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale).
+
+    Day 78's problem, its float32 pages quantized: caches (num_blocks, block_size, num_kv_heads,
+    head_dim) int8, scales (num_blocks, block_size, num_kv_heads) float32. Slots no sequence owns
+    hold random bytes and a NaN scale, so a kernel that reads past a context length returns NaN.
+    """
+    cfg = Config(*cfg)._replace(cache_dtype="float32")
+    rng = np.random.default_rng(seed + 1)
+    query, kc, vc, tables, lens, scale = day78_inputs(cfg, seed)
+    live = ~np.isnan(kc[..., 0])  # (num_blocks, block_size, num_kv_heads)
+    out = []
+    for cache in (kc, vc):
+        q, s = quantize_reference(np.where(live[..., None], cache, 0.0))
+        q[~live] = rng.integers(-128, 128, size=(int((~live).sum()), cache.shape[-1]), dtype=np.int8)
+        s[~live] = np.nan
+        out.append((q, s))
+    (kq, ks), (vq, vs) = out
+    return query, kq, vq, ks, vs, tables, lens, scale
+
+
+def reference(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale):
+    """Attention over the dequantized cache, in float64 (day 78's plain reference)."""
+    k = dequantize_reference(key_cache, key_scales)
+    v = dequantize_reference(value_cache, value_scales)
+    return day78_reference(query, k, v, block_tables, context_lens, scale)
+
+
+def traffic(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale):
+    """(minimum bytes through device memory, FLOPs): every live int8 row and its scale once."""
+    lens = context_lens if isinstance(context_lens, np.ndarray) else context_lens.copy_to_host()
+    num_seqs, num_heads, head_dim = query.shape
+    tokens = int(np.sum(lens))
+    kv_bytes = 2 * tokens * key_cache.shape[2] * (head_dim + 4)
+    q_bytes = 2 * num_seqs * num_heads * head_dim * 4 + block_tables.size * 4
+    return kv_bytes + q_bytes, 4 * tokens * num_heads * head_dim
+
+
+def check_inputs(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale):
+    """ValueError, before any launch, unless the eight inputs describe a valid int8 decode step."""
+    day78_check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale, cache_dtypes=np.int8)
+    rows = tuple(key_cache.shape[:3])  # (num_blocks, block_size, num_kv_heads)
+    launch.check_array("key_scales", key_scales, dtype=np.float32, shape=rows)
+    launch.check_array("value_scales", value_scales, dtype=np.float32, shape=rows)
+
+
+# --- quantize: a warp per (token, KV head) row -----------------------------------------------------
+
+
+@cuda.jit
+def quantize_kernel(q_out, scales_out, x):
+    """x (rows, head_dim) float -> q_out (rows, head_dim) int8, scales_out (rows,) float32."""
+    lane = cuda.threadIdx.x % WARP
+    rows, head_dim = x.shape
+    warps = cuda.gridsize(1) // WARP
+    for r in range(cuda.grid(1) // WARP, rows, warps):  # warp-uniform: every lane takes every shuffle
+        amax = float32(0.0)
+        for d in range(lane, head_dim, WARP):  # a warp load reads 32 neighbouring values
+            amax = max(amax, abs(float32(x[r, d])))
+        o = WARP // 2
+        while o > 0:
+            amax = max(amax, cuda.shfl_xor_sync(0xFFFFFFFF, amax, o))
+            o //= 2
+        inv = float32(QMAX) / amax if amax > 0 else float32(0.0)  # an all-zero row stores zeros
+        for d in range(lane, head_dim, WARP):
+            v = min(max(float32(x[r, d]) * inv, float32(-QMAX)), float32(QMAX))
+            q_out[r, d] = int8(math.floor(v + float32(0.5)))  # nearest, in float32 (round() goes via f64)
+        if lane == 0:
+            scales_out[r] = amax / float32(QMAX)
+
+
+def quantize(x):
+    """(num_tokens, num_kv_heads, head_dim) float16/float32 -> (int8 like x, (num_tokens, num_kv_heads)
+    float32 scales). What an int8 reshape_and_cache (day 77) does to each new token before it is
+    written through the slot mapping; here the rows are written in place."""
+    launch.check_array("x", x, dtype=(np.float16, np.float32), ndim=3)
+    tokens, kv_heads, head_dim = x.shape
+    if head_dim % WARP:
+        raise ValueError(f"x: expected head_dim a multiple of {WARP}, got shape {tuple(x.shape)}")
+    (xd,) = launch.to_device(x)
+    rows = tokens * kv_heads
+    q = launch.empty((rows, head_dim), np.int8)
+    scales = launch.empty((rows,), np.float32)
+    grid = launch.grid_stride_blocks(rows * WARP, QUANT_THREADS)
+    quantize_kernel[grid, QUANT_THREADS](q, scales, xd.reshape(rows, head_dim))
+    q, scales = q.reshape(tokens, kv_heads, head_dim), scales.reshape(tokens, kv_heads)
+    return launch.result(q, x), launch.result(scales, x)
+
+
+# --- v1 naive: dequantize the pool to float16, then day 78's kernel -------------------------------
+
+
+@cuda.jit
+def dequantize_kernel(key_out, value_out, key_cache, value_cache, key_scales, value_scales):
+    """(rows, head_dim) int8 and (rows,) scales -> (rows, head_dim) float16, K and V in one pass."""
+    rows, head_dim = key_cache.shape
+    for i in range(cuda.grid(1), rows * head_dim, cuda.gridsize(1)):
+        r = i // head_dim
+        d = i % head_dim
+        key_out[r, d] = float16(float32(key_cache[r, d]) * key_scales[r])
+        value_out[r, d] = float16(float32(value_cache[r, d]) * value_scales[r])
+
+
+def naive(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale):
+    check_inputs(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale)
+    q, kc, vc, ks, vs, tables, lens = launch.to_device(query, key_cache, value_cache, key_scales,
+                                                       value_scales, block_tables, context_lens)
+    shape = key_cache.shape  # (num_blocks, block_size, num_kv_heads, head_dim)
+    rows = shape[0] * shape[1] * shape[2]
+    k16 = launch.empty(shape, np.float16)
+    v16 = launch.empty(shape, np.float16)
+    flat = (rows, shape[3])
+    grid = launch.grid_stride_blocks(rows * shape[3], DEQUANT_THREADS)
+    dequantize_kernel[grid, DEQUANT_THREADS](k16.reshape(*flat), v16.reshape(*flat), kc.reshape(*flat),
+                                             vc.reshape(*flat), ks.reshape(rows), vs.reshape(rows))
+    out = day78_attention(q, k16, v16, tables, lens, scale)
+    return launch.result(out, query, key_cache)
+
+
+# --- v2 optimized: int8 words unpacked in registers, one block per (sequence, KV head) -------------
+
+
+@functools.cache
+def int8_kernel(head_dim: int, heads: int):
+    """The fused kernel for one head_dim and up to ``heads`` query heads per block.
+
+    Lanes per row G = head_dim / 8: each lane holds two words (8 values) of a row, so q and the
+    accumulator of every head stay in 2 * heads * 8 registers whatever head_dim is."""
+    G = head_dim // VEC
+    NG = WARP // G  # rows a warp works on side by side
+    ROW_WORDS = head_dim // 4
+    HV = heads * VEC
+    KW = TOKENS * WL
+    TH = TOKENS * heads
+    HEAD_DIM = head_dim
+    HEADS = heads
+
+    @cuda.jit(fastmath=True)
+    def paged_attention_int8_kernel(out, query, key_words, value_words, key_scales, value_scales,
+                                    block_tables, context_lens, scale, block_size, num_kv_heads):
+        seq = cuda.blockIdx.y
+        tid = cuda.threadIdx.x
+        warp = tid // WARP
+        lane = tid % WARP
+        grp = lane // G
+        gl = lane % G
+        group = query.shape[1] // num_kv_heads
+        chunks = (group + HEADS - 1) // HEADS
+        kv_head = cuda.blockIdx.x // chunks
+        head0 = kv_head * group + (cuda.blockIdx.x % chunks) * HEADS
+        head_end = kv_head * group + group  # a short last chunk recomputes its last head, unwritten
+        ctx = context_lens[seq]
+        num_pages = (ctx + block_size - 1) // block_size
+        row_words = uint32(num_kv_heads * ROW_WORDS)
+        page_words = uint64(block_size) * uint64(row_words)
+        lane_words = uint64(kv_head * ROW_WORDS + gl * WL)
+        page_rows = uint64(block_size) * uint64(num_kv_heads)  # scales: one per (row, KV head)
+
+        q = cuda.local.array(HV, float32)  # (HEADS, VEC)
+        acc = cuda.local.array(HV, float32)
+        m = cuda.local.array(HEADS, float32)
+        l = cuda.local.array(HEADS, float32)
+        kbuf = cuda.local.array(KW, uint32)  # (TOKENS, WL) words as loaded
+        vbuf = cuda.local.array(KW, uint32)
+        ks = cuda.local.array(TOKENS, float32)
+        vs = cuda.local.array(TOKENS, float32)
+        s = cuda.local.array(TH, float32)  # logits, then weights
+        bits = cuda.local.array(VEC, uint32)  # one row's 8 values as floats 2^23 + 128 + b
+        f = bits.view(np.float32)
+        for h in range(HEADS):
+            hh = min(head0 + h, head_end - 1)
+            for e in range(VEC):
+                q[h * VEC + e] = query[seq, hh, gl * VEC + e] * scale
+                acc[h * VEC + e] = 0.0
+            m[h] = NO_LOGIT
+            l[h] = 0.0
+
+        for page in range(warp, num_pages, NUM_WARPS):
+            block = uint64(block_tables[seq, page])
+            base = block * page_words + lane_words
+            sbase = block * page_rows + uint64(kv_head)
+            n_tok = min(block_size, ctx - page * block_size)
+            for t0 in range(0, n_tok, NG * TOKENS):
+                for u in range(TOKENS):  # every load of the trip before any arithmetic
+                    row = uint32(min(t0 + u * NG + grp, n_tok - 1))  # never load a dead row
+                    off = base + uint64(row * row_words)
+                    for w in range(WL):
+                        kbuf[u * WL + w] = key_words[off + uint64(w)]
+                        vbuf[u * WL + w] = value_words[off + uint64(w)]
+                    soff = sbase + uint64(row * uint32(num_kv_heads))
+                    ks[u] = key_scales[soff]  # G lanes, one address: a broadcast
+                    vs[u] = value_scales[soff]
+                for u in range(TOKENS):
+                    # Flip each byte's sign bit (b -> b + 128, unsigned) and drop it into the mantissa
+                    # of 2^23: integer ops plus one FADD instead of a quarter-rate I2F per value.
+                    for w in range(WL):
+                        x = kbuf[u * WL + w] ^ uint32(0x80808080)
+                        for j in range(4):
+                            bits[w * 4 + j] = ((x >> uint32(8 * j)) & uint32(0xFF)) | uint32(0x4B000000)
+                    for h in range(HEADS):
+                        part = float32(0.0)
+                        for e in range(VEC):
+                            part += q[h * VEC + e] * (f[e] - float32(MAGIC))
+                        s[u * HEADS + h] = part
+                o = G // 2
+                while o > 0:  # the G lanes of a row: log2(G) butterfly steps per (row, head)
+                    for i in range(TH):
+                        s[i] += cuda.shfl_xor_sync(0xFFFFFFFF, s[i], o)
+                    o //= 2
+                for u in range(TOKENS):
+                    live = t0 + u * NG + grp < n_tok
+                    for h in range(HEADS):
+                        # The K scale multiplies the finished dot product: once per (row, head).
+                        s[u * HEADS + h] = s[u * HEADS + h] * ks[u] if live else -math.inf
+                for h in range(HEADS):
+                    m_new = m[h]
+                    for u in range(TOKENS):
+                        m_new = max(m_new, s[u * HEADS + h])
+                    correction = math.exp2(m[h] - m_new)
+                    l[h] *= correction
+                    for e in range(VEC):
+                        acc[h * VEC + e] *= correction
+                    for u in range(TOKENS):
+                        p = math.exp2(s[u * HEADS + h] - m_new)
+                        l[h] += p
+                        s[u * HEADS + h] = p * ks[u]  # the V scale rides on the weight
+                    m[h] = m_new
+                for u in range(TOKENS):
+                    for w in range(WL):
+                        x = vbuf[u * WL + w] ^ uint32(0x80808080)
+                        for j in range(4):
+                            bits[w * 4 + j] = ((x >> uint32(8 * j)) & uint32(0xFF)) | uint32(0x4B000000)
+                    for e in range(VEC):
+                        val = f[e] - float32(MAGIC)  # unpacked once, used by every head
+                        for h in range(HEADS):
+                            acc[h * VEC + e] += s[u * HEADS + h] * val
+
+        # Fold the warp's NG row groups (lanes gl, gl + G, ... hold the same columns).
+        o = G
+        while o < WARP:
+            for h in range(HEADS):
+                m_o = cuda.shfl_xor_sync(0xFFFFFFFF, m[h], o)
+                l_o = cuda.shfl_xor_sync(0xFFFFFFFF, l[h], o)
+                m_new = max(m[h], m_o)
+                a = math.exp2(m[h] - m_new)
+                b = math.exp2(m_o - m_new)
+                l[h] = l[h] * a + l_o * b
+                for e in range(VEC):
+                    acc[h * VEC + e] = acc[h * VEC + e] * a + cuda.shfl_xor_sync(0xFFFFFFFF, acc[h * VEC + e], o) * b
+                m[h] = m_new
+            o *= 2
+
+        # Merge the warps: (NUM_WARPS, HEADS, head_dim) floats, independent of the context.
+        sm_acc = cuda.shared.array((NUM_WARPS, HEADS, HEAD_DIM), float32)
+        sm_m = cuda.shared.array((NUM_WARPS, HEADS), float32)
+        sm_l = cuda.shared.array((NUM_WARPS, HEADS), float32)
+        if grp == 0:
+            for h in range(HEADS):
+                for e in range(VEC):
+                    sm_acc[warp, h, gl * VEC + e] = acc[h * VEC + e]
+        if lane == 0:
+            for h in range(HEADS):
+                sm_m[warp, h] = m[h]
+                sm_l[warp, h] = l[h]
+        cuda.syncthreads()
+        for i in range(tid, HEADS * HEAD_DIM, NUM_WARPS * WARP):
+            h = i // HEAD_DIM
+            d = i % HEAD_DIM
+            if head0 + h < head_end:
+                m_all = sm_m[0, h]
+                for w in range(1, NUM_WARPS):
+                    m_all = max(m_all, sm_m[w, h])
+                total = float32(0.0)
+                o_d = float32(0.0)
+                for w in range(NUM_WARPS):
+                    c = math.exp2(sm_m[w, h] - m_all)
+                    total += sm_l[w, h] * c
+                    o_d += sm_acc[w, h, d] * c
+                out[seq, head0 + h, d] = o_d / total
+
+    return paged_attention_int8_kernel
+
+
+def heads_per_block(num_heads: int, num_kv_heads: int) -> int:
+    return min(num_heads // num_kv_heads, MAX_GROUP)
+
+
+def optimized(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale):
+    check_inputs(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale)
+    q, kc, vc, ks, vs, tables, lens = launch.to_device(query, key_cache, value_cache, key_scales,
+                                                       value_scales, block_tables, context_lens)
+    out = launch.empty(query.shape, np.float32)  # (num_seqs, num_heads, head_dim)
+    num_seqs, num_heads, head_dim = query.shape
+    num_kv_heads = key_cache.shape[2]
+    heads = heads_per_block(num_heads, num_kv_heads)
+    chunks = math.ceil(num_heads // num_kv_heads / heads)
+    kernel = int8_kernel(head_dim, heads)
+    rows = key_scales.shape[0] * key_scales.shape[1] * num_kv_heads
+    kernel[(num_kv_heads * chunks, num_seqs), NUM_WARPS * WARP](
+        out, q, cache_words(kc), cache_words(vc), ks.reshape(rows), vs.reshape(rows), tables, lens,
+        float32(scale * LOG2E), key_cache.shape[1], num_kv_heads)
+    return launch.result(out, query, key_cache)
+
+
+_SIG_DEQUANT = "void(float16[:, ::1], float16[:, ::1], int8[:, ::1], int8[:, ::1], float32[::1], float32[::1])"
+_SIG_INT8 = ("void(float32[:, :, ::1], float32[:, :, ::1], uint32[::1], uint32[::1], float32[::1], float32[::1], "
+             "int32[:, ::1], int32[::1], float32, int32, int32)")
+KERNELS = {
+    "naive": (dequantize_kernel, _SIG_DEQUANT),
+    "optimized": (int8_kernel(128, MAX_GROUP), _SIG_INT8),  # the benchmark's head_dim and GQA group
+    "quantize": (quantize_kernel, "void(int8[:, ::1], float32[::1], float16[:, ::1])"),
+}
+
+
+# --- the error budget: int8 against float16, both against the float32 cache --------------------
+
+
+def error_report(cfg, seed=0, *, quantize_fn=None, attention_fn=None) -> dict:
+    """How far fp16 and int8 caches move attention's output from the float32 cache's.
+
+    ``*_error``: rms(out - exact) / rms(exact) over the batch (stable from run to run); ``*_max_error``:
+    max |out - exact| / max |exact|. ``quantize_fn`` (default: the NumPy
+    quantizer) turns (tokens, kv_heads, head_dim) rows into (int8, scales); ``attention_fn`` (default:
+    the float64 reference) runs attention on the int8 inputs: pass the kernels to measure them.
+    """
+    cfg = Config(*cfg)._replace(cache_dtype="float32")
+    query, kc, vc, tables, lens, scale = day78_inputs(cfg, seed)
+    kc, vc = np.nan_to_num(kc), np.nan_to_num(vc)  # unused slots: zero rows (scale 0), never read
+    exact = day78_reference(query, kc, vc, tables, lens, scale)
+    fp16 = day78_reference(query, kc.astype(np.float16), vc.astype(np.float16), tables, lens, scale)
+    quantize_fn = quantize_fn or quantize_reference
+    attention_fn = attention_fn or reference
+    shape = kc.shape  # (num_blocks, block_size, num_kv_heads, head_dim)
+    rows = (shape[0] * shape[1], shape[2], shape[3])
+    kq, ks = (np.asarray(a) for a in quantize_fn(kc.reshape(rows)))
+    vq, vs = (np.asarray(a) for a in quantize_fn(vc.reshape(rows)))
+    int8_out = attention_fn(query, kq.reshape(shape), vq.reshape(shape), ks.reshape(shape[:3]),
+                            vs.reshape(shape[:3]), tables, lens, scale)
+    int8_out = np.asarray(int8_out, dtype=np.float64)
+    rms, top = float(np.sqrt(np.mean(exact**2))), float(np.abs(exact).max())
+    fp16_bytes = 2 * shape[3]
+    int8_bytes = shape[3] + 4
+    return {
+        "fp16_error": float(np.sqrt(np.mean((fp16 - exact) ** 2))) / rms,
+        "int8_error": float(np.sqrt(np.mean((int8_out - exact) ** 2))) / rms,
+        "fp16_max_error": float(np.abs(fp16 - exact).max()) / top,
+        "int8_max_error": float(np.abs(int8_out - exact).max()) / top,
+        "fp16_bytes_per_row": fp16_bytes,
+        "int8_bytes_per_row": int8_bytes,
+        "bytes_ratio": int8_bytes / fp16_bytes,
+    }
+
+
+# --- the library row: PyTorch SDPA on a dense fp16 copy of the dequantized cache -------------------
+
+_fp16_pages = {}
+
+
+def library(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale):
+    """torch SDPA over fp16 pages dequantized once per cache (not timed): what int8 competes with."""
+    import cupy
+
+    key = (id(key_cache), id(value_cache))
+    if key not in _fp16_pages:
+        pages = []
+        for c, s in ((key_cache, key_scales), (value_cache, value_scales)):
+            c, s = cupy.asarray(c), cupy.asarray(s)
+            pages.append((c.astype(cupy.float32) * s[..., None]).astype(cupy.float16))
+        _fp16_pages[key] = tuple(pages)
+    k16, v16 = _fp16_pages[key]
+    return day78_library(query, k16, v16, block_tables, context_lens, scale)
