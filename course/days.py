@@ -14,6 +14,7 @@ import importlib.util
 import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -138,14 +139,40 @@ def _load_file(name: str, path: Path) -> ModuleType:
     return module
 
 
+def materialise_mistake(spec_path: Path) -> Path:
+    """Write the solution with a tests/wrong/ spec's EDITS applied; return the new file's path.
+
+    A spec names its ``SOLUTION`` slug and lists ``EDITS``: (text in the solution, what the mistake
+    puts there). Each text must occur exactly once, so a spec that no longer fits its solution fails
+    loudly instead of grading something else.
+    """
+    spec: dict = {}
+    exec(compile(spec_path.read_text(), str(spec_path), "exec"), spec)
+    source = (ROOT / "solutions" / f"{spec['SOLUTION']}.py").read_text()
+    for old, new in spec["EDITS"]:
+        if source.count(old) != 1:
+            raise ValueError(f"{spec_path.name}: an edit matches {source.count(old)} places in "
+                             f"{spec['SOLUTION']}.py (must be exactly 1): {old[:80]!r}")
+        source = source.replace(old, new)
+    out_dir = Path(tempfile.gettempdir()) / "course_mistakes"
+    out_dir.mkdir(exist_ok=True)
+    out = out_dir / spec_path.name
+    if not out.exists() or out.read_text() != source:
+        out.write_text(source)
+    return out
+
+
 def load_target(day: int | str) -> ModuleType:
-    """The module under test: the solution, the learner's exercise, or a file (COURSE_TARGET)."""
+    """The module under test: the solution, the learner's exercise, or a file (COURSE_TARGET): a
+    module, or a tests/wrong/ spec (the solution with one classic mistake, see materialise_mistake)."""
     which = target()
     if which == "exercise":
         return load_exercise(day)
     if which == "solution":
         return load_solution(day)
     path = Path(which).resolve()
+    if "EDITS" in path.read_text():
+        path = materialise_mistake(path)
     return _load_file(f"target_{path.stem}", path)
 
 

@@ -1,124 +1,21 @@
-"""Day 02: 2D grids -- add a bias row to every row of a matrix, out[r, c] = x[r, c] + bias[c].
+"""Day 02, deliberately wrong: day02_grids_2d.py with one classic mistake.
 
-MISTAKE: the naive kernel has no guard on the row index, so the threads of the last block that
-hang past the bottom of the matrix read and write rows that do not exist.
+MISTAKE: the naive kernel has no guard on the row index, so the threads of the last block that hang past the bottom of
+         the matrix read and write rows that do not exist.
 
-v1 naive      one thread per row, looping over the columns: the 32 threads of a warp sit 32 rows
-              apart, so every load instruction touches 32 different 32-byte sectors for 128 useful
-              bytes, and a (16384, 8192) matrix gets only 16384 threads to hide memory latency with.
-v2 optimized  2D blocks of (32, 8) threads, x along the columns: a warp reads 128 contiguous bytes of
-              one row. The grid is sized to the GPU and strides over both axes; each thread keeps its
-              column's bias in a register and handles four rows per trip (four loads in flight).
-
-Napkin math: 8 bytes per element (one float32 load, one store; the bias is cols * 4 bytes, read
-once), 1 FLOP: memory-bound. A (16384, 8192) matrix moves 1.07 GB: ~0.26 ms at the H200's ~4.1 TB/s.
+The grader run against it must fail (.ci/prove_graders.py checks). COURSE_TARGET=<this file>
+grades the solution with these edits applied (course.days.load_target).
 """
 
-import numpy as np
-
-from course import cuda, launch
-
-TITLE = "2D grids: rows, columns and which way a warp runs"
-MEMORY_SPACE = "global"
-VERSIONS = ("naive", "optimized")
-TEST_SIZES = ((1, 1), (17, 33), (31, 257), (64, 65))  # (rows, cols): a single element, primes, a block +1
-BENCH_SIZES = ((16384, 8192),)  # 512 MB in, 512 MB out: ~18x the 60 MB L2
-BOUND = "memory"
-ROW_THREADS = 128  # naive: threads per block, one per row
-BLOCK = (32, 8)  # optimized: (x = columns, y = rows); 32 along x so one warp spans one row segment
-UNROLL = 4  # rows per thread per trip in the optimized kernel
-
-
-def make_inputs(n, seed: int = 0):
-    rows, cols = (n, n) if isinstance(n, int) else n
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((rows, cols), dtype=np.float32)  # (rows, cols)
-    bias = rng.standard_normal(cols, dtype=np.float32)  # (cols,)
-    return x, bias
-
-
-def reference(x, bias):
-    return (x.astype(np.float64) + bias.astype(np.float64)[None, :]).astype(np.float32)
-
-
-def traffic(x, bias):
-    """(minimum bytes moved through device memory, floating-point operations)."""
-    return 2 * x.nbytes + bias.nbytes, x.size
-
-
-@cuda.jit
-def bias_add_rows_kernel(x, bias, out):
-    r = cuda.grid(1)
-    rows, cols = out.shape
-    for c in range(cols):
-        out[r, c] = x[r, c] + bias[c]
-
-
-@cuda.jit
-def bias_add_2d_kernel(x, bias, out):
-    rows, cols = out.shape
-    c0, r0 = cuda.grid(2)  # x (the fastest-varying thread index) walks the columns: coalesced
-    step_c, step_r = cuda.gridsize(2)
-    c = c0
-    while c < cols:
-        b = bias[c]  # one load of the bias per column visited, then reused from a register
-        r = r0
-        # Four rows a trip, step_r apart: each load is still one row segment per warp, and the four
-        # loads are independent, so they are all in flight before the first add needs its data.
-        while r + 3 * step_r < rows:
-            x0 = x[r, c]
-            x1 = x[r + step_r, c]
-            x2 = x[r + 2 * step_r, c]
-            x3 = x[r + 3 * step_r, c]
-            out[r, c] = x0 + b
-            out[r + step_r, c] = x1 + b
-            out[r + 2 * step_r, c] = x2 + b
-            out[r + 3 * step_r, c] = x3 + b
-            r += 4 * step_r
-        while r < rows:  # the last few rows: fewer than four steps left
-            out[r, c] = x[r, c] + b
-            r += step_r
-        c += step_c
-
-
-_SIG = "void(float32[:, ::1], float32[::1], float32[:, ::1])"
-KERNELS = {"naive": (bias_add_rows_kernel, _SIG), "optimized": (bias_add_2d_kernel, _SIG)}
-
-
-def _check(x, bias):
-    launch.check_array("x", x, dtype=np.float32, ndim=2)
-    launch.check_array("bias", bias, dtype=np.float32, shape=(x.shape[1],))
-
-
-def grid_2d(rows: int, cols: int) -> tuple[int, int]:
-    """(blocks along columns, blocks along rows) for the optimized kernel: about 16 blocks per SM in
-    all, columns first (each thread then strides down its column), never more than the data needs.
-    At 40 registers a thread only 6 blocks of 256 fit on an SM: a grid of 8 per SM would run in
-    1.3 waves, the last one a third full (77 % of the copy rate measured, against 84 % with 16)."""
-    budget = launch.sm_count() * 16
-    bx = min(launch.blocks(cols, BLOCK[0]), budget)
-    by = max(1, min(launch.blocks(rows, BLOCK[1] * UNROLL), budget // bx))
-    return bx, by
-
-
-def naive(x, bias):
-    _check(x, bias)
-    d_x, d_bias = launch.to_device(x, bias)
-    out = launch.empty(x.shape, np.float32)
-    bias_add_rows_kernel[launch.blocks(x.shape[0], ROW_THREADS), ROW_THREADS](d_x, d_bias, out)
-    return launch.result(out, x, bias)
-
-
-def optimized(x, bias):
-    _check(x, bias)
-    d_x, d_bias = launch.to_device(x, bias)
-    out = launch.empty(x.shape, np.float32)
-    bias_add_2d_kernel[grid_2d(*x.shape), BLOCK](d_x, d_bias, out)
-    return launch.result(out, x, bias)
-
-
-def library(x, bias):
-    """The same job as one broadcast CuPy expression (a row of the benchmark table)."""
-    import cupy
-
-    return cupy.add(cupy.asarray(x), cupy.asarray(bias)[None, :])
+SOLUTION = "day02_grids_2d"
+EDITS = [  # (text in the solution, what the mistake puts there)
+    (
+        ('    if r < rows:\n'
+         "        # Neighbouring threads are a whole row (cols * 4 bytes) apart: a warp's 32 loads land in\n"
+         '        # 32 different sectors, and only 4 bytes of each 32-byte sector are used per instruction.\n'
+         '        for c in range(cols):\n'
+         '            out[r, c] = x[r, c] + bias[c]\n'),
+        ('    for c in range(cols):\n'
+         '        out[r, c] = x[r, c] + bias[c]\n'),
+    ),
+]

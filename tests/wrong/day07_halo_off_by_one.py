@@ -1,147 +1,30 @@
-"""Day 07 (deliberately wrong): constant memory -- the 1D convolution of day 06 with its mask in the constant cache.
+"""Day 07, deliberately wrong: day07_constant_mask.py with one classic mistake.
 
-out[i] = sum_j FILTER_BANK[which, j] * x[i + j - MASK_RADIUS], zeros outside x.
+MISTAKE: halo off by one: the optimized kernel's edge guard is 0 < k, so the tap that reads x[0] is dropped and the
+         first MASK_RADIUS + 1 outputs come out wrong.
 
-MISTAKE: halo off by one: the optimized kernel's edge guard is 0 < k, so the tap that reads x[0] is
-dropped and the first MASK_RADIUS + 1 outputs come out wrong.
-
-v1 naive      the filter bank is an ordinary global array: every tap of every thread issues a load
-              through L1, 17 mask loads per output next to the 17 loads of x.
-v2 optimized  the bank is cuda.const.array_like(FILTER_BANK): the whole warp reads one address per tap,
-              which the constant cache broadcasts, so the mask costs no load/store-unit requests.
-
-API: Numba bakes a const array into the compiled module (there is no cudaMemcpyToSymbol), so its
-values must be known when the kernel compiles. Rather than recompile per mask, the module carries a
-small bank of filters and the caller picks one by index at run time. (With a single fixed mask the
-compiler folds the taps into the multiply-add instructions as immediates: no memory space left to
-teach; the lesson shows the run-time-updatable CUDA C way.)
-
-Napkin math: as day 06, 8 bytes and 34 FLOPs per output, 537 MB for n = 2^26 (~0.13 ms at the copy
-rate). Moving the mask out of L1's way halves the load requests per output, from 34 to 17.
+The grader run against it must fail (.ci/prove_graders.py checks). COURSE_TARGET=<this file>
+grades the solution with these edits applied (course.days.load_target).
 """
 
-import numpy as np
-
-from course import cuda, launch
-from numba import float32  # numba names only after the course import
-
-TITLE = "Constant memory: a broadcast filter bank"
-MEMORY_SPACE = "constant"
-VERSIONS = ("naive", "optimized")
-TEST_SIZES = (1, 9, 255, 257, 1021, 4099)
-BENCH_SIZES = (1 << 26,)  # 268 MB in, 268 MB out: nine times the 60 MB L2
-BOUND = "memory"
-
-MASK_RADIUS = 8
-MASK_WIDTH = 2 * MASK_RADIUS + 1
-THREADS = 256
-
-
-def _filter_bank() -> np.ndarray:
-    t = np.arange(-MASK_RADIUS, MASK_RADIUS + 1, dtype=np.float64)
-
-    def gaussian(sigma):
-        g = np.exp(-0.5 * (t / sigma) ** 2)
-        return g / g.sum()
-
-    box = np.full(MASK_WIDTH, 1.0 / MASK_WIDTH)
-    sharpen = -gaussian(3.0)
-    sharpen[MASK_RADIUS] += 2.0  # 2 * identity - blur: keeps the mean, boosts edges
-    return np.stack([gaussian(2.0), gaussian(4.0), box, sharpen]).astype(np.float32)
-
-
-FILTER_BANK = _filter_bank()  # (NUM_FILTERS, MASK_WIDTH), compiled into the kernel's constant bank
-NUM_FILTERS = FILTER_BANK.shape[0]
-FILTER_NAMES = ("gaussian-2", "gaussian-4", "box", "sharpen")
-
-
-def make_inputs(n: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(n, dtype=np.float32)
-    which = int(rng.integers(NUM_FILTERS))
-    return x, which
-
-
-def reference(x, which):
-    n = x.size
-    padded = np.pad(x.astype(np.float64), MASK_RADIUS)  # zeros beyond both ends
-    out = np.zeros(n)
-    for j in range(MASK_WIDTH):
-        out += float(FILTER_BANK[which, j]) * padded[j:j + n]
-    return out.astype(np.float32)
-
-
-def traffic(x, which):
-    """(minimum bytes moved through device memory, floating-point operations)."""
-    return 2 * x.size * x.itemsize, 2 * MASK_WIDTH * x.size
-
-
-@cuda.jit
-def conv1d_global_mask_kernel(x, bank, which, out):
-    n = x.size
-    i = cuda.grid(1)
-    if i < n:
-        acc = float32(0)
-        for j in range(MASK_WIDTH):
-            k = i + j - MASK_RADIUS
-            if 0 <= k < n:
-                acc += bank[which, j] * x[k]  # one address for all 32 lanes, still one L1 request
-        out[i] = acc
-
-
-@cuda.jit
-def conv1d_const_mask_kernel(x, which, out):
-    # The values are compiled into the module; `which` arrives at run time, so the compiler cannot
-    # fold the taps away and reads them with ld.const: one address per warp, broadcast by the cache.
-    bank = cuda.const.array_like(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH)
-    n = x.size
-    i = cuda.grid(1)
-    if i < n:
-        acc = float32(0)
-        for j in range(MASK_WIDTH):
-            k = i + j - MASK_RADIUS
-            if 0 < k < n:  # MISTAKE: drops x[0]
-                acc += bank[which, j] * x[k]
-        out[i] = acc
-
-
-KERNELS = {
-    "naive": (conv1d_global_mask_kernel, "void(float32[::1], float32[:, ::1], int64, float32[::1])"),
-    "optimized": (conv1d_const_mask_kernel, "void(float32[::1], int64, float32[::1])"),
-}
-
-_bank_on_device = None
-
-
-def _check(x, which):
-    launch.check_array("x", x, dtype=np.float32, ndim=1)
-    if not isinstance(which, (int, np.integer)) or isinstance(which, bool) or not 0 <= which < NUM_FILTERS:
-        raise ValueError(f"which: expected an int filter index in 0..{NUM_FILTERS - 1} "
-                         f"({', '.join(FILTER_NAMES)}), got {which!r}")
-
-
-def naive(x, which):
-    global _bank_on_device
-    _check(x, which)
-    if _bank_on_device is None:
-        _bank_on_device = cuda.to_device(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH) in global memory
-    (d_x,) = launch.to_device(x)
-    out = launch.empty(x.shape, np.float32)
-    conv1d_global_mask_kernel[launch.blocks(x.size, THREADS), THREADS](d_x, _bank_on_device, int(which), out)
-    return launch.result(out, x)
-
-
-def optimized(x, which):
-    _check(x, which)
-    (d_x,) = launch.to_device(x)
-    out = launch.empty(x.shape, np.float32)
-    conv1d_const_mask_kernel[launch.blocks(x.size, THREADS), THREADS](d_x, int(which), out)
-    return launch.result(out, x)
-
-
-def library(x, which):
-    """The same filter through CuPy's ndimage (zero padding, centred mask): a benchmark row."""
-    import cupy
-    from cupyx.scipy import ndimage
-
-    return ndimage.correlate1d(cupy.asarray(x), cupy.asarray(FILTER_BANK[which]), mode="constant", cval=0.0)
+SOLUTION = "day07_constant_mask"
+EDITS = [  # (text in the solution, what the mistake puts there)
+    (
+        ('    bank = cuda.const.array_like(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH)\n'
+         '    n = x.size\n'
+         '    i = cuda.grid(1)\n'
+         '    if i < n:\n'
+         '        acc = float32(0)\n'
+         '        for j in range(MASK_WIDTH):\n'
+         '            k = i + j - MASK_RADIUS\n'
+         '            if 0 <= k < n:\n'),
+        ('    bank = cuda.const.array_like(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH)\n'
+         '    n = x.size\n'
+         '    i = cuda.grid(1)\n'
+         '    if i < n:\n'
+         '        acc = float32(0)\n'
+         '        for j in range(MASK_WIDTH):\n'
+         '            k = i + j - MASK_RADIUS\n'
+         '            if 0 < k < n:  # MISTAKE: drops x[0]\n'),
+    ),
+]

@@ -1,156 +1,17 @@
-"""Day 11 (WRONG): registers and occupancy -- per-column mean and variance of a (64, n) batch.
+"""Day 11, deliberately wrong: day11_registers_occupancy.py with one classic mistake.
 
-MISTAKE: the two-pass kernel has no `c < cols` guard, so the last block's extra threads read and
-write past the end of the arrays (silent corruption on a GPU, an IndexError in the simulator).
+MISTAKE: the two-pass kernel has no `c < cols` guard, so the last block's extra threads read and write past the end of
+         the arrays (silent corruption on a GPU, an IndexError in the simulator).
 
-v1 naive      the fewest registers: one pass with three running values (shifted sums of x - x[0]),
-              ~37 registers, 75 % occupancy, grid-stride over columns; but each thread has only the
-              few loads the compiler unrolls ahead in flight.
-v2 optimized  spend registers on loads in flight: all 64 values of the column are loaded up front into
-              registers (72 of them, 37.5 % occupancy) -- 64 independent loads per thread -- then the
-              mean and the squared deviations come from registers in two exact passes.
-
-Napkin math: 64 x 4 = 256 bytes read and 8 written per column, ~3 FLOPs a value: memory-bound.
-n = 2^22 columns reads 1.07 GB, ~0.26 ms at the H200's ~4.1 TB/s copy rate. Measured on an H200:
-naive 416 us (63 % of the copy rate), optimized 268 us (97 %): lower occupancy, more bytes in flight.
+The grader run against it must fail (.ci/prove_graders.py checks). COURSE_TARGET=<this file>
+grades the solution with these edits applied (course.days.load_target).
 """
 
-import math
-
-import numpy as np
-
-from course import cuda, launch  # first: course picks GPU or simulator before numba loads
-from numba import float32
-
-TITLE = "Registers and occupancy"
-MEMORY_SPACE = "register"
-VERSIONS = ("naive", "optimized")
-ROWS = 64  # samples per column: a compile-time constant, so the optimized kernel can keep them all live
-TEST_SIZES = (1, 255, 257, 1021, 2053)  # columns: one, a block -1 and +1, primes
-BENCH_SIZES = (1 << 22,)  # 64 x 4M float32 = 1.07 GB read, ~18x the 60 MB L2
-BOUND = "memory"
-THREADS = 256
-
-# The H200 (compute capability 9.0): per-SM limits that decide occupancy.
-SM_REGISTERS = 65536
-SM_MAX_THREADS = 2048
-SM_MAX_BLOCKS = 32
-SM_SHARED_BYTES = 228 * 1024  # 227 KB usable by one block; 1 KB per block is kept by the system
-MAX_REGISTERS_PER_THREAD = 255
-
-
-def occupancy(registers: int, threads_per_block: int, shared_bytes: int = 0) -> dict:
-    """Resident blocks and warps per SM for a kernel, and which resource runs out first.
-
-    Registers are handed out per warp in units of 256 (so a thread's count rounds up to a multiple
-    of 8); shared memory per block in units of 128 bytes, plus 1 KB the system keeps per block.
-    """
-    if not 1 <= threads_per_block <= 1024:
-        raise ValueError(f"threads_per_block must be 1..1024, got {threads_per_block}")
-    if registers > MAX_REGISTERS_PER_THREAD:
-        raise ValueError(f"at most {MAX_REGISTERS_PER_THREAD} registers a thread, got {registers}")
-    warps_per_block = math.ceil(threads_per_block / 32)
-    regs_per_warp = math.ceil(max(registers, 1) * 32 / 256) * 256
-    limits = {
-        "threads": SM_MAX_THREADS // (warps_per_block * 32),
-        "blocks": SM_MAX_BLOCKS,
-        "registers": SM_REGISTERS // (regs_per_warp * warps_per_block),
-    }
-    if shared_bytes:
-        per_block = math.ceil(shared_bytes / 128) * 128 + 1024
-        limits["shared memory"] = SM_SHARED_BYTES // per_block
-    limiter = min(limits, key=limits.get)
-    blocks = limits[limiter]
-    warps = blocks * warps_per_block
-    return {"blocks_per_sm": blocks, "warps_per_sm": warps, "occupancy": warps / (SM_MAX_THREADS // 32),
-            "limited_by": limiter}
-
-
-def make_inputs(n: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    # An offset far from zero makes the variance a small difference of large numbers: the shifted
-    # sums must keep it accurate (the textbook sum(x^2)/n - mean^2 in float32 would not).
-    x = (rng.standard_normal((ROWS, n), dtype=np.float32) * 2 + 10).astype(np.float32)  # (rows, cols)
-    return (x,)
-
-
-def reference(x):
-    x64 = x.astype(np.float64)
-    return np.stack([x64.mean(axis=0), x64.var(axis=0)]).astype(np.float32)  # (2, cols)
-
-
-def traffic(x):
-    """(minimum bytes moved through device memory, floating-point operations)."""
-    return x.nbytes + 2 * x.shape[1] * 4, 4 * x.size
-
-
-@cuda.jit
-def stats_one_pass_kernel(x, out):
-    rows, cols = x.shape
-    c = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    while c < cols:
-        # Shifting by the first value keeps sum(d^2) - sum(d)^2/n free of cancellation when the
-        # mean is large; the three running values are all that stays live.
-        k = x[0, c]
-        s = float32(0.0)
-        q = float32(0.0)
-        for r in range(1, rows):
-            d = x[r, c] - k
-            s += d
-            q += d * d
-        m = s / float32(rows)
-        out[0, c] = k + m
-        out[1, c] = q / float32(rows) - m * m
-        c += stride
-
-
-@cuda.jit
-def stats_two_pass_kernel(x, out):
-    c = cuda.grid(1)
-    # All ROWS loads are independent and issued before the first add: 64 x 128 bytes in flight
-    # per warp. Every value stays live until the second pass: ROWS registers a thread.
-    v = cuda.local.array(ROWS, float32)
-    s = float32(0.0)
-    for r in range(ROWS):
-        v[r] = x[r, c]
-        s += v[r]
-    mean = s / float32(ROWS)
-    q = float32(0.0)
-    for r in range(ROWS):
-        d = v[r] - mean
-        q += d * d
-    out[0, c] = mean
-    out[1, c] = q / float32(ROWS)
-
-
-_SIG = "void(float32[:, ::1], float32[:, ::1])"
-KERNELS = {"naive": (stats_one_pass_kernel, _SIG), "optimized": (stats_two_pass_kernel, _SIG)}
-
-
-def _check(x):
-    launch.check_array("x", x, dtype=np.float32, ndim=2, shape=(ROWS, None))
-
-
-def naive(x):
-    _check(x)
-    (d_x,) = launch.to_device(x)
-    out = launch.empty((2, x.shape[1]), np.float32)
-    stats_one_pass_kernel[launch.grid_stride_blocks(x.shape[1], THREADS), THREADS](d_x, out)
-    return launch.result(out, x)
-
-
-def optimized(x):
-    _check(x)
-    (d_x,) = launch.to_device(x)
-    out = launch.empty((2, x.shape[1]), np.float32)
-    stats_two_pass_kernel[launch.blocks(x.shape[1], THREADS), THREADS](d_x, out)
-    return launch.result(out, x)
-
-
-def library(x):
-    """The same statistics through CuPy's reductions (a row of the benchmark table)."""
-    import cupy
-
-    x = cupy.asarray(x)
-    return cupy.stack([x.mean(axis=0), x.var(axis=0)])
+SOLUTION = "day11_registers_occupancy"
+EDITS = [  # (text in the solution, what the mistake puts there)
+    (
+        ('    if c >= x.shape[1]:\n'
+         '        return\n'),
+        '',
+    ),
+]

@@ -1,131 +1,17 @@
-"""Day 13 (WRONG): thread coarsening -- a vertical 9-tap filter on an image, rows clamped at the edges.
+"""Day 13, deliberately wrong: day13_thread_coarsening.py with one classic mistake.
 
-MISTAKE: the coarsened kernel stores all COARSEN outputs without checking r0 + i < rows, so the
-last tile writes past the bottom of the image whenever rows is not a multiple of COARSEN.
+MISTAKE: the coarsened kernel stores all COARSEN outputs without checking r0 + i < rows, so the last tile writes past
+         the bottom of the image whenever rows is not a multiple of COARSEN.
 
-    out[r, c] = sum_k w[k] * x[clamp(r + k - 4), c]
-
-v1 naive      one output per thread: 9 loads of x and 9 of w for each output written.
-v2 optimized  each thread computes COARSEN = 8 outputs down its column: it loads the 8 + 8 = 16 rows
-              those outputs share once into registers, and the 9 weights once, and reuses them:
-              25 loads for 8 outputs (~3 per output instead of 18).
-
-Napkin math: 8 bytes per output through DRAM (the neighbours' rows are re-read from L1/L2 in v1).
-(8192, 8192) moves 537 MB, ~0.13 ms at the H200's ~4.1 TB/s copy rate; 18 FLOPs per output.
-Measured on an H200: naive 811 us, optimized 224 us (3.6x, 56 % of the copy rate): both are bound by
-instructions (~156 vs ~45 an output in the PTX), not bytes.
+The grader run against it must fail (.ci/prove_graders.py checks). COURSE_TARGET=<this file>
+grades the solution with these edits applied (course.days.load_target).
 """
 
-import numpy as np
-
-from course import cuda, launch  # first: course picks GPU or simulator before numba loads
-from numba import float32
-
-TITLE = "Thread coarsening"
-MEMORY_SPACE = "register"
-VERSIONS = ("naive", "optimized")
-RADIUS = 4
-TAPS = 2 * RADIUS + 1
-COARSEN = 8  # outputs per thread down a column
-WINDOW = COARSEN + 2 * RADIUS  # rows those outputs read: 16
-TEST_SIZES = ((1, 1), (3, 31), (17, 33), (41, 57), (23, 97))  # (rows, cols): tiny, < and > a tile, primes
-BENCH_SIZES = ((8192, 8192),)  # 268 MB in, 268 MB out: ~9x the 60 MB L2
-BOUND = "memory"
-BLOCK = (32, 8)  # 32 columns wide so a warp reads 128 contiguous bytes of a row
-
-
-def make_inputs(n, seed: int = 0):
-    rows, cols = (n, n) if isinstance(n, int) else n
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((rows, cols), dtype=np.float32)  # (rows, cols)
-    taps = np.exp(-0.5 * (np.arange(TAPS) - RADIUS) ** 2 / 4.0) * rng.uniform(0.5, 1.5, TAPS)
-    w = (taps / taps.sum()).astype(np.float32)  # (TAPS,)
-    return x, w
-
-
-def reference(x, w):
-    rows = x.shape[0]
-    x64, w64 = x.astype(np.float64), w.astype(np.float64)
-    out = np.zeros(x.shape, dtype=np.float64)
-    for k in range(TAPS):
-        src = np.clip(np.arange(rows) + k - RADIUS, 0, rows - 1)
-        out += w64[k] * x64[src, :]
-    return out.astype(np.float32)
-
-
-def traffic(x, w):
-    """(minimum bytes moved through device memory, floating-point operations)."""
-    return 2 * x.nbytes + w.nbytes, 2 * TAPS * x.size
-
-
-@cuda.jit
-def vfilter_naive_kernel(x, w, out):
-    rows, cols = x.shape
-    c, r = cuda.grid(2)
-    if r >= rows or c >= cols:
-        return
-    acc = float32(0.0)
-    for k in range(TAPS):
-        src = min(max(r + k - RADIUS, 0), rows - 1)
-        acc += w[k] * x[src, c]
-    out[r, c] = acc
-
-
-@cuda.jit
-def vfilter_coarse_kernel(x, w, out):
-    rows, cols = x.shape
-    c, ty = cuda.grid(2)
-    r0 = ty * COARSEN
-    if r0 >= rows or c >= cols:
-        return
-    # Every index below is a compile-time constant after unrolling, so both arrays are registers.
-    wk = cuda.local.array(TAPS, float32)
-    for k in range(TAPS):
-        wk[k] = w[k]
-    # The 8 outputs need rows r0-4 .. r0+11: 16 loads, each reused by up to 9 outputs.
-    win = cuda.local.array(WINDOW, float32)
-    for j in range(WINDOW):
-        src = min(max(r0 + j - RADIUS, 0), rows - 1)
-        win[j] = x[src, c]
-    for i in range(COARSEN):
-        acc = float32(0.0)
-        for k in range(TAPS):
-            acc += wk[k] * win[i + k]
-        out[r0 + i, c] = acc
-
-
-_SIG = "void(float32[:, ::1], float32[::1], float32[:, ::1])"
-KERNELS = {"naive": (vfilter_naive_kernel, _SIG), "optimized": (vfilter_coarse_kernel, _SIG)}
-
-
-def _check(x, w):
-    launch.check_array("x", x, dtype=np.float32, ndim=2)
-    launch.check_array("w", w, dtype=np.float32, shape=(TAPS,))
-
-
-def naive(x, w):
-    _check(x, w)
-    d_x, d_w = launch.to_device(x, w)
-    rows, cols = x.shape
-    out = launch.empty(x.shape, np.float32)
-    grid = (launch.blocks(cols, BLOCK[0]), launch.blocks(rows, BLOCK[1]))
-    vfilter_naive_kernel[grid, BLOCK](d_x, d_w, out)
-    return launch.result(out, x, w)
-
-
-def optimized(x, w):
-    _check(x, w)
-    d_x, d_w = launch.to_device(x, w)
-    rows, cols = x.shape
-    out = launch.empty(x.shape, np.float32)
-    grid = (launch.blocks(cols, BLOCK[0]), launch.blocks(rows, BLOCK[1] * COARSEN))
-    vfilter_coarse_kernel[grid, BLOCK](d_x, d_w, out)
-    return launch.result(out, x, w)
-
-
-def library(x, w):
-    """The same filter through cupyx.scipy.ndimage.correlate1d (a row of the benchmark table)."""
-    import cupy
-    import cupyx.scipy.ndimage as ndi
-
-    return ndi.correlate1d(cupy.asarray(x), cupy.asarray(w), axis=0, mode="nearest")
+SOLUTION = "day13_thread_coarsening"
+EDITS = [  # (text in the solution, what the mistake puts there)
+    (
+        ('        if r0 + i < rows:  # the last tile may hang past the bottom: loads were clamped, stores guarded\n'
+         '            out[r0 + i, c] = acc\n'),
+        '        out[r0 + i, c] = acc\n',
+    ),
+]
