@@ -103,3 +103,16 @@ def test_cli_unknown_day_is_one_line_and_exit_2(arg):
                           cwd=days.ROOT)
     assert proc.returncode == 2
     assert "days that exist" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_progress_sees_untouched_exercises_as_not_started():
+    from course.cli import exercise_status
+
+    assert exercise_status(days.find(1)) == "not started"
+
+
+def test_a_wrong_kernel_spec_materialises_as_the_solution_with_its_edits():
+    spec = days.ROOT / "tests" / "wrong" / "day08_missing_barrier.py"
+    text = days.materialise_mistake(spec).read_text()
+    solution = days.find(8).solution_path.read_text()
+    assert text != solution and text.count("cuda.syncthreads()") == solution.count("cuda.syncthreads()") - 1
