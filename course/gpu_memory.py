@@ -45,8 +45,10 @@ class CupyPoolMemoryManager(cuda.GetIpcHandleMixin, cuda.HostOnlyCUDAMemoryManag
 def install() -> bool:
     """Use CuPy's pool for Numba's device arrays; False (and Numba's own allocator) without CuPy."""
     try:
-        import cupy  # noqa: F401
-    except ImportError:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()  # a CuPy built for another CUDA fails here, not at import
+    except Exception:  # no usable CuPy: Numba keeps its own allocator
         return False
     cuda.set_memory_manager(CupyPoolMemoryManager)
     return True
