@@ -131,9 +131,9 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
 
     tick(f"measuring the device's {'copy rate' if bound == 'memory' else 'FP32 GEMM rate'}")
     peak = copy_peak_gbps(timer) if bound == "memory" else gemm_peak_tflops(timer)
-    result = Result(info.slug, cuda.get_current_device().name.decode()
-                    if isinstance(cuda.get_current_device().name, bytes) else str(cuda.get_current_device().name),
-                    bound, "device copy" if bound == "memory" else "cuBLAS FP32 GEMM", peak)
+    device = cuda.get_current_device().name
+    device = device.decode() if isinstance(device, bytes) else str(device)
+    result = Result(info.slug, device, bound, "device copy" if bound == "memory" else "cuBLAS FP32 GEMM", peak)
 
     inputs = sol.make_inputs(n, seed=1234)
     expected = sol.reference(*inputs)
