@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from course import DEVICE, cuda, launch
+from course.checking import to_host
 from numba import float32, uint32, uint64
 
 TITLE = "PagedAttention v1"
@@ -149,17 +150,13 @@ def reference(query, key_cache, value_cache, block_tables, context_lens, scale):
 
 def traffic(query, key_cache, value_cache, block_tables, context_lens, scale):
     """(minimum bytes through device memory, FLOPs): every live K/V row once, queries, outputs."""
-    lens = _host(context_lens)
+    lens = to_host(context_lens)
     num_seqs, num_heads, head_dim = query.shape
     kv_heads = key_cache.shape[2]
     tokens = int(np.sum(lens))
     kv_bytes = 2 * tokens * kv_heads * head_dim * np.dtype(key_cache.dtype).itemsize
     q_bytes = 2 * num_seqs * num_heads * head_dim * 4 + block_tables.size * 4
     return kv_bytes + q_bytes, 4 * tokens * num_heads * head_dim
-
-
-def _host(a) -> np.ndarray:
-    return a if isinstance(a, np.ndarray) else a.copy_to_host()
 
 
 # --- validation (shared by days 79-81) ----------------------------------------------------------

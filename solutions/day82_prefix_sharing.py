@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from course import ON_GPU, cuda, launch
+from course import cuda, launch
 from course.launch import as_words
 from solutions.day75_block_allocator import copy_blocks_kernel
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
@@ -276,13 +276,8 @@ def _check(query, key_cache, value_cache, block_tables, context_lens, scale, sha
 
 
 def attend(query, q, key_cache, value_cache, tables, lens, scale):
-    """Day 78's optimized PagedAttention on arrays already on the device; the result as ``query`` is.
-
-    The simulator's launch helpers take NumPy arrays only, so there the arrays go through the host."""
-    if ON_GPU:
-        return launch.result(paged_attention(q, key_cache, value_cache, tables, lens, scale), query)
-    host = [a if isinstance(a, np.ndarray) else a.copy_to_host() for a in (q, key_cache, value_cache, tables, lens)]
-    return paged_attention(*host, scale)
+    """Day 78's optimized PagedAttention on arrays already on the device; the result as ``query`` is."""
+    return launch.result(paged_attention(q, key_cache, value_cache, tables, lens, scale), query)
 
 
 def naive(query, key_cache, value_cache, block_tables, context_lens, scale, shared_blocks, free_blocks):

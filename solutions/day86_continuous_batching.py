@@ -43,7 +43,8 @@ from typing import NamedTuple
 import numpy as np
 
 from course import DEVICE, cuda, launch
-from course.launch import word_dtype
+from course.checking import to_host
+from course.launch import as_words
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS
 from solutions.day78_paged_attention_v1 import optimized as paged_attention
@@ -279,15 +280,11 @@ def reference(queries, kv_rows, prompt_lens, output_lens, scale, num_blocks, blo
 
 def traffic(queries, kv_rows, prompt_lens, output_lens, scale, num_blocks, block_size, max_batch):
     """The minimum: every output step reads its context's K/V once; rows and queries moved once."""
-    p, o = _host(prompt_lens).astype(np.int64), _host(output_lens).astype(np.int64)
+    p, o = to_host(prompt_lens).astype(np.int64), to_host(output_lens).astype(np.int64)
     token_bytes = 2 * int(np.prod(kv_rows.shape[2:])) * np.dtype(kv_rows.dtype).itemsize
     attended = int(np.sum(o * p + o * (o + 1) // 2))  # sum over steps j of (p + j + 1)
     heads, dim = queries.shape[1:]
     return attended * token_bytes + 2 * kv_rows.nbytes + 2 * queries.nbytes, 4 * attended * heads * dim
-
-
-def _host(a) -> np.ndarray:
-    return a if isinstance(a, np.ndarray) else a.copy_to_host()
 
 
 @cuda.jit
@@ -335,7 +332,7 @@ def _check(queries, kv_rows, prompt_lens, output_lens, scale, num_blocks, block_
         raise ValueError(f"scale: expected a finite number, got {scale!r}")
     if kv_rows.shape[0] != 2:
         raise ValueError(f"kv_rows: expected shape (2, rows, num_kv_heads, head_dim), got {tuple(kv_rows.shape)}")
-    p, o = _host(prompt_lens), _host(output_lens)
+    p, o = to_host(prompt_lens), to_host(output_lens)
     if p.size == 0 or p.min() < 1 or o.min() < 1:
         raise ValueError("prompt_lens, output_lens: expected at least one request, every length >= 1")
     if kv_rows.shape[1] != int(np.sum(p) + np.sum(o)):
@@ -361,11 +358,6 @@ def _move(src, dst, pairs) -> None:
     move_rows_kernel[blocks, ROWS_PER_BLOCK * WARP](src, src_rows, dst, dst_rows)
 
 
-def _words(a, rows: int):
-    """A contiguous device array seen as (rows, words) of the widest word that tiles a row."""
-    return a.reshape(rows, a.size // rows).view(word_dtype(a.size * a.dtype.itemsize // rows))
-
-
 def serve(scheduler_cls, queries, kv_rows, prompt_lens, output_lens, scale, num_blocks, block_size, max_batch):
     """Serve the trace with a scheduler; returns (outputs like ``queries``, the scheduler's stats)."""
     p, o = _check(queries, kv_rows, prompt_lens, output_lens, scale, num_blocks, block_size, max_batch)
@@ -375,11 +367,11 @@ def serve(scheduler_cls, queries, kv_rows, prompt_lens, output_lens, scale, num_
     heads = queries.shape[1]
     cache = launch.empty((2, int(num_blocks), int(block_size), kv_heads, dim), kv_rows.dtype)
     slots = int(num_blocks) * int(block_size)
-    k_rows, v_rows = _words(d_rows[0], total_rows), _words(d_rows[1], total_rows)
-    k_slots, v_slots = _words(cache[0], slots), _words(cache[1], slots)
-    q_words = _words(d_q, queries.shape[0])
+    k_rows, v_rows = as_words(d_rows[0], total_rows), as_words(d_rows[1], total_rows)
+    k_slots, v_slots = as_words(cache[0], slots), as_words(cache[1], slots)
+    q_words = as_words(d_q, queries.shape[0])
     out = launch.empty(queries.shape, np.float32)  # (total_outputs, heads, dim)
-    out_words = _words(out, queries.shape[0])
+    out_words = as_words(out, queries.shape[0])
     row0, out0 = _offsets(p + o), _offsets(o)
     max_pages = -(-int(np.max(p + o)) // int(block_size))
     while not sched.finished():
@@ -394,7 +386,7 @@ def serve(scheduler_cls, queries, kv_rows, prompt_lens, output_lens, scale, num_
         # 2. the batch's queries, row by row (a padded row re-reads its request's last query)
         q_index = [int(out0[r]) + (j if j >= 0 else int(o[r]) - 1) for r, j in zip(batch.rids, batch.steps)]
         batch_q = launch.empty((len(batch.rids), heads, dim), np.float32)
-        _move(q_words, _words(batch_q, len(batch.rids)), [(i, b) for b, i in enumerate(q_index)])
+        _move(q_words, as_words(batch_q, len(batch.rids)), [(i, b) for b, i in enumerate(q_index)])
         # 3. one PagedAttention launch over the batch's block tables
         tables = np.zeros((len(batch.rids), max_pages), dtype=np.int32)
         for b, r in enumerate(batch.rids):
@@ -404,7 +396,7 @@ def serve(scheduler_cls, queries, kv_rows, prompt_lens, output_lens, scale, num_
         res = paged_attention(batch_q, cache[0], cache[1], tables, lens, scale)  # (batch, heads, dim)
         # 4. live rows' outputs to their place in the trace; padded rows are dropped
         live = [(b, int(out0[r]) + j) for b, (r, j) in enumerate(zip(batch.rids, batch.steps)) if j >= 0]
-        _move(_words(res, len(batch.rids)), out_words, live)
+        _move(as_words(res, len(batch.rids)), out_words, live)
         sched.complete(batch)
     return launch.result(out, queries, kv_rows), sched.stats()
 

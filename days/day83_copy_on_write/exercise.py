@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from course import cuda, launch
+from course.checking import to_host
 from course.launch import as_words, word_dtype
 from solutions.day75_block_allocator import copy_blocks_kernel
 from solutions.day76_block_tables import OutOfBlocksError
@@ -174,16 +175,12 @@ def reference(query, kv_cache, block_tables, context_lens, scale, new_kv, free_b
 
 def traffic(query, kv_cache, block_tables, context_lens, scale, new_kv, free_blocks):
     """The minimum: each distinct live page read once by the decode, the new tokens written once."""
-    tables, lens = _host(block_tables), _host(context_lens)
+    tables, lens = to_host(block_tables), to_host(context_lens)
     bs = kv_cache.shape[2]
     page_bytes = 2 * int(np.prod(kv_cache.shape[2:])) * np.dtype(kv_cache.dtype).itemsize
     pages = _live_refs(tables, lens, bs)
     return len(pages) * page_bytes + new_kv.size * new_kv.itemsize + 2 * query.size * 4, \
         4 * int(np.sum(lens)) * query.shape[1] * query.shape[2]
-
-
-def _host(a) -> np.ndarray:
-    return a if isinstance(a, np.ndarray) else a.copy_to_host()
 
 
 _COPY_SIG = "void(uint64[:, ::1], uint64[:, ::1], int32[:, ::1])"
@@ -207,10 +204,10 @@ def _check(query, kv_cache, block_tables, context_lens, scale, new_kv, free_bloc
     S = query.shape[0]
     launch.check_array("new_kv", new_kv, dtype=kv_cache.dtype, shape=(2, S) + tuple(kv_cache.shape[3:]))
     launch.check_array("free_blocks", free_blocks, dtype=np.int32, ndim=1)
-    tables, lens, bs = _host(block_tables), _host(context_lens), kv_cache.shape[2]
+    tables, lens, bs = to_host(block_tables), to_host(context_lens), kv_cache.shape[2]
     if np.any(lens + 1 > tables.shape[1] * bs):
         raise ValueError(f"block_tables: {tables.shape[1]} columns leave no room for the new tokens")
-    free = _host(free_blocks)
+    free = to_host(free_blocks)
     if free.size and (free.min() < 0 or free.max() >= kv_cache.shape[1] or len(set(free.tolist())) != free.size):
         raise ValueError(f"free_blocks: expected distinct blocks in 0..{kv_cache.shape[1] - 1}")
     if set(free.tolist()) & set(_live_refs(tables, lens, bs)):

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from course import ON_GPU, cuda, launch
+from course.checking import to_host
 from solutions.day75_block_allocator import BlockAllocator
 from solutions.day76_block_tables import OutOfBlocksError
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS
@@ -224,10 +225,6 @@ def reference(query, kv_cache, block_tables, context_lens, scale, swapped, free_
     return paged_reference(query, kv_cache[0], kv_cache[1], block_tables, context_lens, scale)
 
 
-def _host(a) -> np.ndarray:
-    return a if isinstance(a, np.ndarray) else a.copy_to_host()
-
-
 def _page_bytes(kv_cache) -> int:
     return int(np.prod(kv_cache.shape[2:])) * np.dtype(kv_cache.dtype).itemsize  # one page of K (or V)
 
@@ -236,7 +233,7 @@ def traffic(query, kv_cache, block_tables, context_lens, scale, swapped, free_bl
     """The minimum through device memory: the group's distinct pages read once going out and written
     once coming back, each distinct live page read once by the decode, queries and outputs. (The host
     link carries the group's pages once each way: swap_report.)"""
-    tables, lens, sw = _host(block_tables), _host(context_lens), _host(swapped)
+    tables, lens, sw = to_host(block_tables), to_host(context_lens), to_host(swapped)
     bs = kv_cache.shape[2]
     group = {int(b) for s in sw for b in _used(tables, lens, bs, s)}
     live = {int(b) for s in range(len(lens)) for b in _used(tables, lens, bs, s)}
@@ -270,7 +267,7 @@ def _check(query, kv_cache, block_tables, context_lens, scale, swapped, free_blo
     check_inputs(query, kv_cache[0], kv_cache[1], block_tables, context_lens, scale)
     launch.check_array("swapped", swapped, dtype=np.int32, ndim=1)
     launch.check_array("free_blocks", free_blocks, dtype=np.int32, ndim=1)
-    tables, lens, sw, free = (_host(a) for a in (block_tables, context_lens, swapped, free_blocks))
+    tables, lens, sw, free = (to_host(a) for a in (block_tables, context_lens, swapped, free_blocks))
     S, bs, num_blocks = len(lens), kv_cache.shape[2], kv_cache.shape[1]
     if sw.size and (sw.min() < 0 or sw.max() >= S or len(set(sw.tolist())) != sw.size):
         raise ValueError(f"swapped: expected distinct sequences in 0..{S - 1}, got {sw.tolist()}")

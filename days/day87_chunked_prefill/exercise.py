@@ -50,6 +50,7 @@ from typing import NamedTuple
 import numpy as np
 
 from course import DEVICE, cuda, launch
+from course.checking import to_host
 from numba import float32
 from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, dense_kv, paged_cache  # noqa: F401  (NO_LOGIT: yours)
 
@@ -317,14 +318,10 @@ def reference(query, key_cache, value_cache, block_tables, query_start, context_
     return out
 
 
-def _host(a) -> np.ndarray:
-    return a if isinstance(a, np.ndarray) else a.copy_to_host()
-
-
 def traffic(query, key_cache, value_cache, block_tables, query_start, context_lens, scale):
     """(minimum bytes, FLOPs): each sequence's K/V once, queries and outputs once; 4 FLOPs per (new
     token, visible key, head, dim)."""
-    qs, ctx = _host(query_start).astype(np.int64), _host(context_lens).astype(np.int64)
+    qs, ctx = to_host(query_start).astype(np.int64), to_host(context_lens).astype(np.int64)
     q_lens = np.diff(qs)
     num_heads, head_dim = query.shape[1:]
     kv_bytes = 2 * int(ctx.sum()) * key_cache.shape[2] * head_dim * np.dtype(key_cache.dtype).itemsize
@@ -450,7 +447,7 @@ KERNELS = {
 def tile_list(query_start, context_lens) -> np.ndarray:
     """(num_tiles, 2) int32: (sequence, first new token) of every 16-token query tile, the tiles
     that see the most keys first, so the longest blocks do not start last and leave SMs idle at the end."""
-    qs, ctx = _host(query_start).astype(np.int64), _host(context_lens).astype(np.int64)
+    qs, ctx = to_host(query_start).astype(np.int64), to_host(context_lens).astype(np.int64)
     tiles, work = [], []
     for s in range(len(ctx)):
         q_len = int(qs[s + 1] - qs[s])
@@ -493,7 +490,7 @@ def library(query, key_cache, value_cache, block_tables, query_start, context_le
     import torch
 
     k, v, _ = dense_kv(key_cache, value_cache, block_tables, context_lens)  # (seqs, kv_heads, max_ctx, dim)
-    qs, ctx = _host(query_start).astype(np.int64), _host(context_lens).astype(np.int64)
+    qs, ctx = to_host(query_start).astype(np.int64), to_host(context_lens).astype(np.int64)
     q_lens = np.diff(qs)
     q_all = torch.as_tensor(query, device="cuda")
     out = torch.empty_like(q_all)
