@@ -2,23 +2,21 @@
 
 Inputs outside x count as zero, so out has the length of x ("same" convolution, as in image filters).
 
-v1 naive      one thread per output: each of the MASK_WIDTH taps loads mask[j] and x[i + j - RADIUS]
-              from global memory, so 2 * MASK_WIDTH loads feed MASK_WIDTH multiply-adds.
-v2 optimized  register reuse: each thread copies the taps into registers once, then walks the grid
-              OUTPUTS_PER_THREAD consecutive outputs at a time from a window of OUTPUTS_PER_THREAD +
-              MASK_WIDTH - 1 inputs held in registers: 9 loads per output instead of 34.
+v1 naive      one thread per output, mask[j] and x[i + j - RADIUS] from global memory: 34 loads per output.
+v2 optimized  taps and window in registers, lanes 32 outputs apart, neighbours by shfl_sync: 9/8 loads, 17 shuffles.
 
-The mask width is a compile-time constant: registers cannot be indexed at run time, so only loops
-with a trip count the compiler knows can be unrolled into named registers (day 12 shows the spill you
-get otherwise). Day 07 builds on that API.
+The mask width and the outputs per thread are compile-time constants: registers cannot be indexed at
+run time, so only loops with a trip count the compiler knows unroll into named registers (day 12 shows
+the spill you get otherwise). Day 07 builds on that API; day 17 goes deep into shuffles.
 
 Napkin math: 8 bytes per output through DRAM (one read, one write) and 2 * MASK_WIDTH = 34 FLOPs:
 4.25 FLOP/byte, below the H200's ~16 FLOP/byte ridge (67 TFLOP/s FP32 / 4.1 TB/s), so the floor is
-the copy rate: n = 2^26 moves 537 MB in ~0.13 ms. Naive misses it by 4x: its 34 loads per output
-all hit L1, but each is a request the load/store unit must serve. A per-thread window is not
-coalesced (lane t starts OUTPUTS_PER_THREAD elements after lane t - 1), so wider windows trade
-fewer instructions for more L1 wavefronts; two outputs per thread is the measured sweet spot, and
-day 08's shared-memory tile removes the trade.
+the copy rate: n = 2^26 moves 537 MB in ~0.13 ms. Naive reaches a quarter of it: an SM's L1 serves
+about one warp request per clock, and naive asks 34 per 32 outputs where DRAM allows 32 outputs per
+~16 clocks. v2 loads the taps once per thread; a warp owns 256 consecutive outputs, reads them and their
+halo in 9 coalesced 128-byte loads, and asks 17 shuffles (one warp-wide shuffle per clock per SM) per 32.
+Giving each thread consecutive outputs from a private window is slower than naive: lanes start C
+outputs apart, so every warp load spans 128 * C bytes for 128 useful ones (the lesson says why).
 """
 
 import numpy as np
@@ -36,8 +34,14 @@ BOUND = "memory"
 MASK_RADIUS = 8
 MASK_WIDTH = 2 * MASK_RADIUS + 1  # 17 taps: wide enough that naive is limited by loads, not DRAM
 THREADS = 256
-OUTPUTS_PER_THREAD = 2  # measured on the H200: 2 beats 1, 4 and 8 (the lesson says why)
-WINDOW = OUTPUTS_PER_THREAD + MASK_WIDTH - 1  # 18 inputs cover 2 outputs
+WARP = 32
+FULL_MASK = 0xFFFFFFFF
+OUTPUTS_PER_THREAD = 8  # C: a lane's outputs are 32 apart, so a warp owns 32 * C consecutive ones
+WARP_CHUNK = WARP * OUTPUTS_PER_THREAD  # 256 outputs per warp per trip
+WINDOW_ROWS = OUTPUTS_PER_THREAD + 1  # C + 1 rows of 32 inputs: the chunk and its 16-input halo (16 <= 32)
+# The optimized kernel takes 56 registers: 4 blocks of 256 threads fit in an SM's 64 K registers, so a
+# grid of 4 blocks per SM is resident at once and no second wave arrives late to stride over x.
+BLOCKS_PER_SM = 4
 
 
 def make_inputs(n: int, seed: int = 0):
@@ -78,28 +82,44 @@ def conv1d_naive_kernel(x, mask, out):
 @cuda.jit
 def conv1d_registers_kernel(x, mask, out):
     n = x.size
-    # Constant trip counts let the compiler unroll every loop below, so m[j] and w[q] become named
+    lane = cuda.threadIdx.x % WARP
+    # Constant trip counts let the compiler unroll every loop below, so m, r and acc become named
     # registers (stack frame 0); one runtime index anywhere would move the whole array to local memory.
     m = cuda.local.array(MASK_WIDTH, float32)
     for j in range(MASK_WIDTH):
         m[j] = mask[j]  # loaded once per thread, reused for every output it computes
-    w = cuda.local.array(WINDOW, float32)
-    chunk = cuda.grid(1)
-    while chunk * OUTPUTS_PER_THREAD < n:
-        first = chunk * OUTPUTS_PER_THREAD
-        start = first - MASK_RADIUS
-        for q in range(WINDOW):
-            k = start + q
-            # Clamp, then zero: one load per window slot on every path, and never an address outside x.
-            v = x[min(max(k, 0), n - 1)]
-            w[q] = v if 0 <= k < n else float32(0)
-        for o in range(OUTPUTS_PER_THREAD):
-            acc = float32(0)
-            for j in range(MASK_WIDTH):
-                acc += m[j] * w[o + j]  # every window slot is loaded once and read by each output it touches
-            if first + o < n:
-                out[first + o] = acc
-        chunk += cuda.gridsize(1)
+    r = cuda.local.array(WINDOW_ROWS, float32)  # this lane's column of the warp's window
+    acc = cuda.local.array(OUTPUTS_PER_THREAD, float32)
+    base = (cuda.grid(1) // WARP) * WARP_CHUNK  # first output of this warp's chunk
+    step = (cuda.gridsize(1) // WARP) * WARP_CHUNK
+    # The trip count is the same for all 32 lanes: lanes past the end of x stay in the loop,
+    # because a shuffle reads a register of a lane that must be executing the same shuffle.
+    while base < n:
+        first = base - MASK_RADIUS + lane
+        for k in range(WINDOW_ROWS):
+            i = first + WARP * k
+            # One warp load = 32 consecutive floats, 128 useful bytes. Clamp, then zero: the address
+            # stays inside x, and the halo past either end reads as zero.
+            v = x[min(max(i, 0), n - 1)]
+            r[k] = v if 0 <= i < n else float32(0)
+        for k in range(OUTPUTS_PER_THREAD):
+            acc[k] = float32(0)
+        for j in range(MASK_WIDTH):
+            # Output base + lane + 32k needs window slot lane + j of row k: register k of lane
+            # lane + j, or register k + 1 of lane lane + j - 32 once that passes the warp's end.
+            # A shuffle delivers the value the source lane offers, so the source picks the row.
+            src = (lane + j) % WARP
+            for k in range(OUTPUTS_PER_THREAD):
+                # Read both rows, then choose between the two values: choosing between r[k] and
+                # r[k + 1] themselves lets the compiler choose an address, and an array with an
+                # address lives in local memory.
+                here, next_row = r[k], r[k + 1]
+                acc[k] += m[j] * cuda.shfl_sync(FULL_MASK, here if lane >= j else next_row, src)
+        for k in range(OUTPUTS_PER_THREAD):
+            o = base + lane + WARP * k
+            if o < n:
+                out[o] = acc[k]  # lanes write 32 consecutive floats: one coalesced store per k
+        base += step
 
 
 _SIG = "void(float32[::1], float32[::1], float32[::1])"
@@ -123,7 +143,7 @@ def optimized(x, mask):
     _check(x, mask)
     d_x, d_mask = launch.to_device(x, mask)
     out = launch.empty(x.shape, np.float32)
-    blocks = launch.grid_stride_blocks(launch.blocks(x.size, OUTPUTS_PER_THREAD), THREADS)
+    blocks = launch.grid_stride_blocks(launch.blocks(x.size, OUTPUTS_PER_THREAD), THREADS, BLOCKS_PER_SM)
     conv1d_registers_kernel[blocks, THREADS](d_x, d_mask, out)
     return launch.result(out, x, mask)
 

@@ -8,7 +8,7 @@ Grade with:  make check DAY=12
 import numpy as np
 
 from course import cuda, launch  # first: course picks GPU or simulator before numba loads
-from numba import float32  # noqa: F401  (for your kernels)
+from numba import float32, uint64  # noqa: F401  (for your kernels)
 
 TITLE = "Local memory and spills"
 MEMORY_SPACE = "local"
@@ -63,14 +63,20 @@ def _sort3(a, b, c):
 
 @cuda.jit
 def median_network_kernel(x, out):
-    """Grid-stride loop; for each i, the same median as the naive kernel with no array at all.
+    """The same median as the naive kernel with no array at all.
 
-    Load the nine clamped neighbours into nine scalars v0..v8. Sort each row of three with _sort3,
-    then med = median3(max of the three minima, median3 of the three medians, min of the three
-    maxima). No run-time index anywhere, so the stack frame must be 0 bytes.
+    The network: load a window into nine scalars v0..v8, sort each row of three with _sort3, then
+    med = median3(max of the three minima, median3 of the three medians, min of the three maxima).
+    No run-time index anywhere, so the stack frame must be 0 bytes. (A small inline device function
+    `_median9(v0, ..., v8)` keeps the two call sites below short.)
+
+    The loads: threads t < 2 * RADIUS each compute one edge sample (i = t, or n - 2 * RADIUS + t;
+    skip i outside 0..n-1) with indices clamped to [0, n - 1]. Then a grid-stride loop over an
+    unsigned j = uint64(t) while j + 2 * RADIUS < n writes out[j + RADIUS] from x[j .. j + 8] with no
+    clamping (write the offsets as uint64(k): a signed index costs a wrap-around check per load).
     """
-    raise NotImplementedError("Day 12: nine named loads, three _sort3 rows, max of minima, min of maxima, "
-                              "median of three (20 lines)")
+    raise NotImplementedError("Day 12: edge samples with clamped loads, then a grid-stride interior loop "
+                              "on an unsigned index; nine named values, the _sort3 network (30 lines)")
 
 
 _SIG = "void(float32[::1], float32[::1])"

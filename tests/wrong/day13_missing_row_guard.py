@@ -10,8 +10,8 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day13_thread_coarsening"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        ('        if r0 + i < rows:  # the last tile may hang past the bottom: loads were clamped, stores guarded\n'
-         '            out[r0 + i, c] = acc\n'),
-        '        out[r0 + i, c] = acc\n',
+        ('            if r0 + i < rows:  # the last tile may hang past the bottom: loads were clamped, stores guarded\n'
+         '                out[r0 + i, c] = acc\n'),
+        '            out[r0 + i, c] = acc\n',
     ),
 ]
