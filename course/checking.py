@@ -3,7 +3,12 @@
 Rules: the shape and dtype must match; NaN where the reference has a number never passes (outputs
 are poisoned with NaN, so NaN usually means "never written"); an all-zero output never passes when
 the reference is not all zero; otherwise each element must be within a relative tolerance of the
-reference, measured against the element (or, for elements near zero, against the output's scale).
+reference, measured against the element (or, for elements near zero, against the output's scale:
+below ``floor`` times the largest reference magnitude, 1e-3 unless a day says otherwise).
+
+Why a floor: an output that is itself a near-cancelling sum (attention over thousands of tokens averages
+random values towards zero) carries the rounding of its largest terms, not of its own small magnitude.
+Days whose outputs are such averages set ``ERROR_FLOOR`` in their solution; the graders pass it here.
 """
 
 from __future__ import annotations
@@ -46,7 +51,11 @@ def default_rtol(dtype) -> float:
     return RTOL.get(dtype.name, 0.0)
 
 
-def compare(got, expected, *, rtol: float | None = None, name: str = "output", show: int = 5) -> Report:
+FLOOR = 1e-3  # elements below this share of the output's scale are held to an absolute tolerance
+
+
+def compare(got, expected, *, rtol: float | None = None, floor: float | None = None, name: str = "output",
+            show: int = 5) -> Report:
     got, expected = to_host(got), np.asarray(expected)
     if got.shape != expected.shape:
         return Report(False, f"{name}: expected shape {expected.shape}, got {got.shape}", np.inf)
@@ -70,7 +79,7 @@ def compare(got, expected, *, rtol: float | None = None, name: str = "output", s
                              "(did the kernel write anything?)", np.inf)
 
     scale = np.max(np.abs(e[np.isfinite(e)])) if np.isfinite(e).any() else 1.0
-    floor = max(scale * 1e-3, np.finfo(np.float64).tiny) if rtol else 1.0
+    floor = max(scale * (FLOOR if floor is None else floor), np.finfo(np.float64).tiny) if rtol else 1.0
     diff = np.abs(g - e)
     diff[np.isnan(g) & np.isnan(e)] = 0.0
     same_inf = np.isinf(e) & (g == e)
@@ -91,8 +100,9 @@ def compare(got, expected, *, rtol: float | None = None, name: str = "output", s
     return Report(False, "\n".join(lines), max_rel)
 
 
-def assert_matches(got, expected, *, rtol: float | None = None, name: str = "output") -> None:
+def assert_matches(got, expected, *, rtol: float | None = None, floor: float | None = None,
+                   name: str = "output") -> None:
     """Raise :class:`MismatchError` with a readable report unless ``got`` matches ``expected``."""
-    report = compare(got, expected, rtol=rtol, name=name)
+    report = compare(got, expected, rtol=rtol, floor=floor, name=name)
     if not report.ok:
         raise MismatchError(report.text)

@@ -76,7 +76,8 @@ class Grader:
         expected = self.solution.reference(*inputs)
         got = getattr(self.target, version)(*inputs)
         rtol = rtol if rtol is not None else getattr(self.solution, "RTOL", None)
-        report = checking.compare(got, expected, rtol=rtol, name=f"{version}(n={n})")
+        report = checking.compare(got, expected, rtol=rtol, floor=getattr(self.solution, "ERROR_FLOOR", None),
+                                  name=f"{version}(n={n})")
         if not report.ok:
             raise checking.MismatchError(f"{report.text}\n  (inputs: make_inputs({n!r}, seed={seed}))")
 

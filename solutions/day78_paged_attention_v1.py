@@ -12,12 +12,14 @@ v1 naive      one thread per (sequence, head) walks the block table token by tok
               (max logit, exp-sum with out += p * v in global memory, divide): each warp's 32 lanes
               read 32 different heads' rows, and 2048 threads cannot keep HBM busy.
 v2 optimized  one block per (sequence, head); its warps take pages in turn. The caches are read as
-              flat 32-bit words (two fp16 per load, unsigned offsets, no negative-index wraparound)
-              by a kernel compiled per (head_dim, dtype) so every loop bound is a constant; a small
-              group of lanes (8 for head_dim 128 in fp16) shares one token, each lane holding a
-              16-column slice of q, so a dot product needs 3 shuffles, not 5; 16 tokens per warp
-              trip with every load issued first; online softmax in base 2; warps merged once
-              through a few KB of shared memory that does not grow with the context.
+              flat 8-byte words (four fp16 per load, unsigned offsets, no negative-index
+              wraparound) by a kernel compiled per shape, so every loop bound is a constant; a group
+              of lanes (8 at head_dim 128) shares one token, each lane holding 16 columns of q and
+              of the output, its words interleaved with its neighbours' so one warp instruction
+              reads whole sectors; 16 rows per warp trip with every load issued first; online
+              softmax in base 2; warps merged once through a few KB of shared memory that does not
+              grow with the context. (The same kernel takes several heads per block, day 79, and a
+              page range per block, day 81.)
 
 Napkin math (64 seqs x 32 heads over 8 KV heads x head_dim 128, context 4096, fp16 cache): the K and
 V pages are 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB, the queries and outputs 1 MB. Per KV element
@@ -40,11 +42,14 @@ TITLE = "PagedAttention v1"
 MEMORY_SPACE = "global + shared"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
+RTOL = 5e-4  # float32 sums of exp-weighted rows over thousands of tokens
+ERROR_FLOOR = 1e-2  # outputs average thousands of random rows towards zero (course.checking: the floor)
+LIBRARY_RTOL = 2e-3  # SDPA computes in the cache's fp16 and rounds its output to fp16
 
 WARP = 32
 # optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
 NUM_WARPS = 2 if DEVICE.kind == "sim" else 4
-TOKENS = 4  # optimized: tokens per thread group per trip, all loads issued before any reduction
+ROW_STEP = 16  # optimized: rows a warp starts per trip (one page at block size 16)
 MAX_HEAD_DIM = 128  # q and the accumulator live in registers, so the bound is fixed
 MAX_COLS = MAX_HEAD_DIM // WARP
 LOG2E = 1.4426950408889634  # exp(x) = exp2(x * log2 e): fold log2 e into the query's scale once
@@ -250,160 +255,271 @@ def paged_attention_naive_kernel(out, query, key_cache, value_cache, block_table
 
 
 # --- v2 optimized: one block per (sequence, head), thread groups over tokens -----------------------
+#
+# One kernel serves days 78, 79, 81 and 89: `heads` query heads of one KV-head group per block (1
+# here; day 79 gives a block the group), and pages [part * part_pages, (part + 1) * part_pages) of
+# the context per block (one partition spanning the table here; day 81 splits it).
 
 
 def lane_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
-    """How a cache row is shared out: (elements per 32-bit word, words per row, lanes per token,
-    words per lane, elements per lane). Lanes per token is the largest power of two that leaves each
-    lane at least 8 words (32 bytes: one whole sector per row), so a token's dot product needs only
-    log2(lanes) shuffles and one warp instruction works on 32 / lanes tokens at once."""
-    per_word = 4 // itemsize
+    """How a cache row is shared out: (elements per 8-byte word, words per row, lanes per token,
+    words per lane, elements per lane). Each lane holds 16 elements of a row (q and the output
+    accumulator for them live in registers), so head_dim 128 takes 8 lanes and a warp works on 4
+    tokens at once. Lane j of a token loads words j, j + lanes, ...: one warp load instruction then
+    reads lanes * 8 contiguous bytes of each of its rows (64 B at head_dim 128 in fp16), whole
+    sectors, instead of leaving the L1 to stitch scattered words together."""
+    per_word = 8 // itemsize
     row_words = head_dim // per_word
-    group = 1
-    while group < WARP and row_words % (2 * group) == 0 and row_words // (2 * group) >= 8:
-        group *= 2
-    words = row_words // group
-    return per_word, row_words, group, words, words * per_word
+    lanes = 1  # a power of two (the butterfly) dividing the row, up to 16 elements per lane
+    while 2 * lanes <= min(WARP, head_dim // 16) and row_words % (2 * lanes) == 0:
+        lanes *= 2
+    words = row_words // lanes
+    return per_word, row_words, lanes, words, words * per_word
 
 
-def cache_words(cache):
-    """The cache as one flat run of 32-bit words: free for a contiguous array (same memory), and the
-    kernel then addresses every element with one offset instead of four 64-bit indices."""
-    flat = cache.reshape(cache.size)
-    return flat.view(np.uint32)
+def trip_plan(heads: int, block_size: int, lanes: int) -> tuple[int, bool]:
+    """(rows per thread group per trip, prefetch): what fits in registers. Measured on the H200
+    (day 89 sweeps it): with one or two heads per block, four rows per group (a 16-token trip) and no
+    prefetch; with three or four heads, q and the accumulators take 128 registers, so two rows per
+    group and the next trip's loads issued before this trip's arithmetic."""
+    groups = WARP // lanes
+    rows = max(1, min(ROW_STEP, block_size) // groups)
+    if heads <= 2:
+        return rows, False
+    return max(1, rows // 2), True
 
 
 @functools.cache
-def v1_kernel(head_dim: int, cache_dtype: str):
-    """The optimized kernel for one (head_dim, cache dtype). Numba compiles the closure's Python ints
-    as constants: the per-lane arrays get fixed sizes, every loop over them unrolls, and the word
-    offsets inside a row fold into the load instructions."""
+def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int = 1,
+                     num_warps: int = NUM_WARPS, prefetch=None):
+    """The optimized kernel for one (head_dim, cache dtype, block size, heads per block). Numba
+    compiles the closure's Python ints as constants: the per-lane arrays get fixed sizes, every loop
+    over them unrolls, and the word offsets inside a row fold into the load instructions.
+
+    Launch: grid (num_heads // heads, num_seqs, partitions), num_warps * 32 threads; arguments
+    (part_out (seqs, heads, partitions, head_dim), part_max, part_sum (seqs, heads, partitions),
+    query, key_words, value_words (flat uint64 views of the caches), block_tables, context_lens,
+    scale * log2(e), num_kv_heads, part_pages). Each block writes its partition's normalized output
+    with the partition's running max and exp-sum (base 2): with one partition that is the answer."""
     elem = np.dtype(cache_dtype).type
-    PER_WORD, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
-    NG = WARP // G  # tokens a warp works on side by side, one per thread group
-    KW = TOKENS * WL  # words of K (and of V) a lane holds per trip
-    HEAD_DIM = head_dim
+    PW, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
+    TOK, PREFETCH = trip_plan(heads, block_size, G)
+    PREFETCH = PREFETCH if prefetch is None else prefetch
+    NG = WARP // G  # rows a warp works on side by side, one per thread group
+    TRIP = NG * TOK  # rows per warp trip
+    TRIPS = (block_size + TRIP - 1) // TRIP  # trips per page
+    BS, HG, NW, HEAD_DIM = block_size, heads, num_warps, head_dim
+    KW = TOK * WL  # words of K (and of V) a lane holds per trip
+    QN, SN, SMN = HG * VEC, HG * TOK, HG * head_dim  # array sizes must be plain constants for Numba
+
+    @cuda.jit(device=True, inline=True)
+    def load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words):
+        # Every load of a trip first: 2 * TOK * WL independent 8-byte words per lane in flight. Rows
+        # past the context are never read (they may hold NaN, and NaN * 0 is NaN): a dead row
+        # re-reads the page's last live row, an L1 hit, and is masked out of the softmax.
+        for u in range(TOK):
+            row = min(t0 + u * NG + grp, n_tok - 1)
+            off = base + uint64(uint32(row) * row_words)
+            for w in range(WL):
+                kbuf[u * WL + w] = key_words[off + uint64(G * w)]
+                vbuf[u * WL + w] = value_words[off + uint64(G * w)]
+
+    @cuda.jit(device=True, inline=True)
+    def attend(q, acc, m, l, s, k, v, t0, n_tok, grp):
+        # Dot products of the trip's rows with each head's q slice, then the online softmax update.
+        for hh in range(HG):
+            for u in range(TOK):
+                dot = float32(0.0)
+                for e in range(VEC):
+                    dot += q[hh * VEC + e] * float32(k[u * VEC + e])
+                s[hh * TOK + u] = dot
+        o = G // 2  # a token's G lanes hold pieces of one dot product: log2(G) butterfly steps
+        while o > 0:
+            for i in range(SN):
+                s[i] += cuda.shfl_xor_sync(0xFFFFFFFF, s[i], o)
+            o //= 2
+        for hh in range(HG):
+            m_new = m[hh]
+            for u in range(TOK):
+                if t0 + u * NG + grp >= n_tok:
+                    s[hh * TOK + u] = -math.inf  # exp2(-inf) = 0: the dead row drops out
+                m_new = max(m_new, s[hh * TOK + u])
+            correction = math.exp2(m[hh] - m_new)
+            l[hh] *= correction
+            for e in range(VEC):
+                acc[hh * VEC + e] *= correction
+            for u in range(TOK):
+                p = math.exp2(s[hh * TOK + u] - m_new)
+                l[hh] += p
+                for e in range(VEC):
+                    acc[hh * VEC + e] += p * float32(v[u * VEC + e])
+            m[hh] = m_new
 
     @cuda.jit(fastmath=True)
-    def paged_attention_v1_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
-                                  block_size, num_kv_heads):
+    def paged_attention_kernel(part_out, part_max, part_sum, query, key_words, value_words, block_tables,
+                               context_lens, scale, num_kv_heads, part_pages):
         seq = cuda.blockIdx.y
-        head = cuda.blockIdx.x
+        h0 = cuda.blockIdx.x * HG  # this block's first query head; all HG share one KV head
+        part = cuda.blockIdx.z
         tid = cuda.threadIdx.x
         warp = tid // WARP
         lane = tid % WARP
-        grp = lane // G  # the token of each row step this lane's group takes
-        gl = lane % G  # the slice of the row it holds: elements gl * VEC .. gl * VEC + VEC - 1
-        kv_head = head // (query.shape[1] // num_kv_heads)
+        grp = lane // G  # the row of each trip step this lane's group takes
+        gl = lane % G  # the words of the row it holds: gl, gl + G, gl + 2G, ...
+        kv_head = h0 // (query.shape[1] // num_kv_heads)
         ctx = context_lens[seq]
-        num_pages = (ctx + block_size - 1) // block_size
+        first = part * part_pages
+        end = min(first + part_pages, (ctx + BS - 1) // BS)
+        if first >= end:
+            return  # a partition past this sequence's context: the reduce never reads it
         row_words = uint32(num_kv_heads * ROW_WORDS)  # one token's K row of every KV head
-        page_words = uint64(block_size) * uint64(row_words)
-        lane_words = uint64(kv_head * ROW_WORDS + gl * WL)
+        page_words = uint64(BS) * uint64(row_words)
+        lane_words = uint64(kv_head * ROW_WORDS + gl)
 
         # Fixed-size arrays indexed only by unrolled constant loops: LLVM keeps them in registers.
-        q = cuda.local.array(VEC, float32)
-        acc = cuda.local.array(VEC, float32)
-        kbuf = cuda.local.array(KW, uint32)  # (TOKENS, WL) words as loaded
-        vbuf = cuda.local.array(KW, uint32)
-        k = kbuf.view(elem)  # the same registers read as (TOKENS, VEC) cache elements
+        q = cuda.local.array(QN, float32)
+        acc = cuda.local.array(QN, float32)
+        m = cuda.local.array(HG, float32)  # per head: the group's running max and exp-sum
+        l = cuda.local.array(HG, float32)
+        s = cuda.local.array(SN, float32)
+        kbuf = cuda.local.array(KW, uint64)  # (TOK, WL) words as loaded
+        vbuf = cuda.local.array(KW, uint64)
+        k = kbuf.view(elem)  # the same registers read as (TOK, VEC) cache elements
         v = vbuf.view(elem)
-        s = cuda.local.array(TOKENS, float32)
-        for e in range(VEC):
-            q[e] = query[seq, head, gl * VEC + e] * scale  # scale includes log2(e): exp2 below
-            acc[e] = 0.0
-        # The group's running max and exp-sum. Finite, so a group with no token yet rescales by
-        # exp2(0) = 1 instead of exp2(-inf + inf) = NaN; a real logit is never near it.
-        m = float32(NO_LOGIT)
-        l = float32(0.0)
+        for hh in range(HG):
+            for w in range(WL):
+                for j in range(PW):
+                    q[hh * VEC + w * PW + j] = query[seq, h0 + hh, (gl + G * w) * PW + j] * scale
+                    acc[hh * VEC + w * PW + j] = 0.0
+            # Finite, so a group with no token yet rescales by exp2(0) = 1, not exp2(-inf + inf).
+            m[hh] = NO_LOGIT
+            l[hh] = 0.0
 
-        for page in range(warp, num_pages, NUM_WARPS):  # warps take pages round-robin
-            base = uint64(block_tables[seq, page]) * page_words + lane_words  # 64-bit once per page
-            n_tok = min(block_size, ctx - page * block_size)
-            for t0 in range(0, n_tok, NG * TOKENS):
-                # Every load of the trip first: 2 * TOKENS * WL independent words per lane in flight.
-                # Rows past the context are never loaded (they may be NaN, and NaN * 0 is NaN): a
-                # dead row re-reads the page's last live row, an L1 hit, and is masked below.
-                for u in range(TOKENS):
-                    row = min(t0 + u * NG + grp, n_tok - 1)
-                    off = base + uint64(uint32(row) * row_words)
-                    for w in range(WL):
-                        kbuf[u * WL + w] = key_words[off + uint64(w)]
-                        vbuf[u * WL + w] = value_words[off + uint64(w)]
-                for u in range(TOKENS):
-                    part = float32(0.0)
-                    for e in range(VEC):
-                        part += q[e] * float32(k[u * VEC + e])
-                    s[u] = part
-                # The group's G lanes hold pieces of one dot product: log2(G) butterfly steps.
-                o = G // 2
-                while o > 0:
-                    for u in range(TOKENS):
-                        s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], o)
-                    o //= 2
-                m_new = m
-                for u in range(TOKENS):
-                    if t0 + u * NG + grp >= n_tok:
-                        s[u] = -math.inf  # exp2(-inf) = 0: the dead row drops out
-                    m_new = max(m_new, s[u])
-                correction = math.exp2(m - m_new)
-                l *= correction
-                for e in range(VEC):
-                    acc[e] *= correction
-                for u in range(TOKENS):
-                    p = math.exp2(s[u] - m_new)
-                    l += p
-                    for e in range(VEC):
-                        acc[e] += p * float32(v[u * VEC + e])
-                m = m_new
+        if PREFETCH:
+            # Trips numbered across the partition's pages, warps taking them in turn; the next
+            # trip's loads go out before this trip's arithmetic, so each warp always waits on one.
+            kn = cuda.local.array(KW, uint64)
+            vn = cuda.local.array(KW, uint64)
+            end_trip = end * TRIPS
+            trip = first * TRIPS + warp
+            if trip < end_trip:
+                page = trip // TRIPS
+                base = uint64(block_tables[seq, page]) * page_words + lane_words
+                load_trip(kbuf, vbuf, key_words, value_words, base, (trip % TRIPS) * TRIP,
+                          min(BS, ctx - page * BS), grp, row_words)
+            while trip < end_trip:
+                nxt = trip + NW
+                if nxt < end_trip:
+                    page = nxt // TRIPS
+                    base = uint64(block_tables[seq, page]) * page_words + lane_words
+                    load_trip(kn, vn, key_words, value_words, base, (nxt % TRIPS) * TRIP,
+                              min(BS, ctx - page * BS), grp, row_words)
+                page = trip // TRIPS
+                t0 = (trip % TRIPS) * TRIP
+                n_tok = min(BS, ctx - page * BS)
+                if t0 < n_tok:
+                    attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
+                for i in range(KW):
+                    kbuf[i] = kn[i]
+                    vbuf[i] = vn[i]
+                trip = nxt
+        else:
+            for page in range(first + warp, end, NW):  # warps take pages round-robin
+                base = uint64(block_tables[seq, page]) * page_words + lane_words  # 64-bit once a page
+                n_tok = min(BS, ctx - page * BS)
+                for t in range(TRIPS):
+                    t0 = t * TRIP
+                    if t0 < n_tok:
+                        load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words)
+                        attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
 
         # Fold the warp's NG groups (lanes gl, gl + G, ... hold the same columns): log2(NG) steps.
         o = G
         while o < WARP:
-            m_o = cuda.shfl_xor_sync(0xFFFFFFFF, m, o)
-            l_o = cuda.shfl_xor_sync(0xFFFFFFFF, l, o)
-            m_new = max(m, m_o)
-            a = math.exp2(m - m_new)
-            b = math.exp2(m_o - m_new)
-            l = l * a + l_o * b
-            for e in range(VEC):
-                acc[e] = acc[e] * a + cuda.shfl_xor_sync(0xFFFFFFFF, acc[e], o) * b
-            m = m_new
+            for hh in range(HG):
+                m_o = cuda.shfl_xor_sync(0xFFFFFFFF, m[hh], o)
+                l_o = cuda.shfl_xor_sync(0xFFFFFFFF, l[hh], o)
+                m_new = max(m[hh], m_o)
+                a = math.exp2(m[hh] - m_new)
+                b = math.exp2(m_o - m_new)
+                l[hh] = l[hh] * a + l_o * b
+                for e in range(VEC):
+                    acc[hh * VEC + e] = acc[hh * VEC + e] * a \
+                        + cuda.shfl_xor_sync(0xFFFFFFFF, acc[hh * VEC + e], o) * b
+                m[hh] = m_new
             o *= 2
 
-        # Merge the warps through a (NUM_WARPS, head_dim) staging area: it does not grow with ctx.
-        sm_acc = cuda.shared.array((NUM_WARPS, HEAD_DIM), float32)
-        sm_m = cuda.shared.array(NUM_WARPS, float32)
-        sm_l = cuda.shared.array(NUM_WARPS, float32)
+        # Merge the warps through a (NW, heads * head_dim) staging area: it does not grow with ctx.
+        sm_acc = cuda.shared.array((NW, SMN), float32)
+        sm_m = cuda.shared.array((NW, HG), float32)
+        sm_l = cuda.shared.array((NW, HG), float32)
         if grp == 0:
-            for e in range(VEC):
-                sm_acc[warp, gl * VEC + e] = acc[e]
+            for hh in range(HG):
+                for w in range(WL):
+                    for j in range(PW):
+                        sm_acc[warp, hh * HEAD_DIM + (gl + G * w) * PW + j] = acc[hh * VEC + w * PW + j]
         if lane == 0:
-            sm_m[warp] = m
-            sm_l[warp] = l
+            for hh in range(HG):
+                sm_m[warp, hh] = m[hh]
+                sm_l[warp, hh] = l[hh]
         cuda.syncthreads()
-        m_all = sm_m[0]
-        for w in range(1, NUM_WARPS):
-            m_all = max(m_all, sm_m[w])
-        total = float32(0.0)
-        for w in range(NUM_WARPS):
-            total += sm_l[w] * math.exp2(sm_m[w] - m_all)  # idle warps: l = 0
-        for d in range(tid, HEAD_DIM, NUM_WARPS * WARP):
+        for i in range(tid, SMN, NW * WARP):
+            hh = i // HEAD_DIM
+            d = i % HEAD_DIM
+            m_all = sm_m[0, hh]
+            for w in range(1, NW):
+                m_all = max(m_all, sm_m[w, hh])
+            total = float32(0.0)
             o_d = float32(0.0)
-            for w in range(NUM_WARPS):
-                o_d += sm_acc[w, d] * math.exp2(sm_m[w] - m_all)
-            out[seq, head, d] = o_d / total
+            for w in range(NW):
+                c = math.exp2(sm_m[w, hh] - m_all)  # a warp that saw no page: l = 0, acc = 0
+                total += sm_l[w, hh] * c
+                o_d += sm_acc[w, i] * c
+            part_out[seq, h0 + hh, part, d] = o_d / total
+            if d == 0:
+                part_max[seq, h0 + hh, part] = m_all
+                part_sum[seq, h0 + hh, part] = total
 
-    return paged_attention_v1_kernel
+    return paged_attention_kernel
+
+
+def cache_words(cache, word=np.uint64):
+    """The cache as one flat run of words (8 bytes unless asked): free for a contiguous array (same
+    memory), and the kernel then addresses every element with one offset instead of four indices."""
+    return cache.reshape(cache.size).view(word)
+
+
+def heads_per_block(num_heads: int, num_kv_heads: int, limit: int) -> int:
+    """The largest divisor of the group size up to ``limit``: blocks never straddle two KV heads."""
+    group = num_heads // num_kv_heads
+    return max(h for h in range(1, min(group, limit) + 1) if group % h == 0)
+
+
+def launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale, *, heads: int = 1,
+                     part_pages: int | None = None, num_warps: int = NUM_WARPS):
+    """Run the kernel (inputs already checked); returns (part_out, part_max, part_sum), the first
+    (num_seqs, num_heads, partitions, head_dim). part_pages=None: one partition, the whole table."""
+    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
+    num_seqs, num_heads, head_dim = query.shape
+    part_pages = part_pages or block_tables.shape[1]
+    parts = math.ceil(block_tables.shape[1] / part_pages)  # the table's capacity bounds every context
+    part_out = launch.empty((num_seqs, num_heads, parts, head_dim), np.float32)
+    part_max = launch.empty((num_seqs, num_heads, parts), np.float32)
+    part_sum = launch.empty((num_seqs, num_heads, parts), np.float32)
+    kernel = attention_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1], heads, num_warps)
+    grid = (num_heads // heads, num_seqs, parts)  # heads fastest: a group's blocks share pages in L2
+    kernel[grid, num_warps * WARP](part_out, part_max, part_sum, q, cache_words(kc), cache_words(vc), tables,
+                                   lens, float32(scale * LOG2E), key_cache.shape[2], part_pages)
+    return part_out, part_max, part_sum
 
 
 _SIG = ("void(float32[:, :, ::1], float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], "
         "int32[:, ::1], int32[::1], float32)")
-_SIG_WORDS = ("void(float32[:, :, ::1], float32[:, :, ::1], uint32[::1], uint32[::1], int32[:, ::1], "
-              "int32[::1], float32, int32, int32)")
+SIG_PAGED = ("void(float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
+             "uint64[::1], uint64[::1], int32[:, ::1], int32[::1], float32, int32, int32)")
 KERNELS = {
     "naive": (paged_attention_naive_kernel, _SIG),
-    "optimized": (v1_kernel(128, "float16"), _SIG_WORDS),  # the benchmark's head_dim and dtype
+    "optimized": (attention_kernel(128, "float16", 16), SIG_PAGED),  # the benchmark's shape
 }
 
 
@@ -418,13 +534,8 @@ def naive(query, key_cache, value_cache, block_tables, context_lens, scale):
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale):
     check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
-    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
-    out = launch.empty(query.shape, np.float32)
-    num_seqs, num_heads, head_dim = query.shape
-    kernel = v1_kernel(head_dim, np.dtype(key_cache.dtype).name)
-    grid = (num_heads, num_seqs)  # (heads, seqs): a group's heads run side by side and share L2
-    kernel[grid, NUM_WARPS * WARP](out, q, cache_words(kc), cache_words(vc), tables, lens,
-                                   float32(scale * LOG2E), key_cache.shape[1], key_cache.shape[2])
+    part_out, _, _ = launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale)
+    out = part_out.reshape(query.shape)  # (num_seqs, num_heads, 1, head_dim): one partition, normalized
     return launch.result(out, query, key_cache)
 
 

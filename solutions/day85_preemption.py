@@ -56,6 +56,7 @@ MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
 RTOL = 5e-4  # float32 softmax sums; a page that came back wrong or not at all is off by far more
+ERROR_FLOOR = 1e-2  # attention outputs average many rows towards zero (course.checking: the floor)
 THREADS = 256
 
 __all__ = ["OutOfBlocksError", "SwappingBlockManager"]

@@ -78,7 +78,7 @@ def test_partition_kernel_is_day78s_kernel():
     rep = g.report("optimized")
     assert rep.count("shfl.sync") > 0 and rep.count("bar.sync") > 0
     assert rep.count("st.shared") > 0 and rep.count("ld.shared") > 0
-    assert rep.shared_bytes <= 8 * 1024, f"{rep.shared_bytes} B of shared memory: it must not grow with the context"
+    assert rep.shared_bytes <= 16 * 1024, f"{rep.shared_bytes} B of shared memory: it must not grow with the context"
     assert rep.stack_bytes == 0, f"{rep.stack_bytes} B of stack: per-lane arrays spilled to local memory"
 
 

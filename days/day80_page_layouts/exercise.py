@@ -167,8 +167,8 @@ def _launch(layout, query, key_cache, value_cache, block_tables, context_lens, s
     block_size, num_kv_heads = (key_cache.shape[3], key_cache.shape[1]) if layout == "vectorized" \
         else (key_cache.shape[1], key_cache.shape[2])
     kernel = layout_kernel(head_dim, np.dtype(key_cache.dtype).name, block_size, layout)
-    kernel[(num_heads, num_seqs), NUM_WARPS * WARP](out, q, cache_words(kc), cache_words(vc), tables, lens,
-                                                    float32(scale * LOG2E), num_kv_heads)
+    words = cache_words(kc, np.uint32), cache_words(vc, np.uint32)  # the kernel reads 4-byte words
+    kernel[(num_heads, num_seqs), NUM_WARPS * WARP](out, q, *words, tables, lens, float32(scale * LOG2E), num_kv_heads)
     return launch.result(out, query, key_cache)
 
 

@@ -5,34 +5,32 @@ that leaves most SMs idle. v2 (optimized) gives each (sequence, head, partition 
 tokens) a block that writes a partial softmax -- normalized output o_p, max m_p, exp-sum l_p -- and a
 reduce kernel merges them: out = sum_p o_p l_p 2^(m_p - M) / sum_p l_p 2^(m_p - M), M = max_p m_p.
 
-Write the partition kernel (naive launches it with one partition, optimized with many) and the reduce
-kernel. Inputs: day 78's six plus partition_size, a multiple of block_size.
+Day 78's kernel already takes a page range per block (blockIdx.z = partition): write run_partitions,
+which launches it over partitions (naive: one, optimized: many), and the reduce kernel. Inputs: day
+78's six plus partition_size, a multiple of block_size.
 Grade with:  make check DAY=81
 """
 
-import functools
-import math
+import math  # noqa: F401  (for the code you write)
 from typing import NamedTuple
 
 import numpy as np
 
-from course import cuda, launch
-from numba import float32, uint32, uint64  # noqa: F401  (uint32, uint64: for the kernel you write)
-from solutions.day78_paged_attention_v1 import (  # the day's problem, inputs and checks are day 78's
-    LOG2E,
-    NO_LOGIT,  # noqa: F401  (for the kernel you write)
-    NUM_WARPS,
-    TOKENS,
-    WARP,
-    cache_words,
+from course import cuda
+from numba import float32  # noqa: F401  (for the kernel you write)
+from solutions.day78_paged_attention_v1 import (  # the day's problem, inputs, checks and kernel are day 78's
+    SIG_PAGED,
+    attention_kernel,
     check_inputs,
-    lane_layout,
+    heads_per_block,  # noqa: F401  (for the code you write)
+    launch_attention,  # noqa: F401  (for the code you write)
 )
 from solutions.day78_paged_attention_v1 import Config as Day78Config
 from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
 from solutions.day78_paged_attention_v1 import reference as day78_reference
 from solutions.day78_paged_attention_v1 import traffic as day78_traffic
+from solutions.day79_paged_attention_gqa import MAX_GROUP
 
 TITLE = "PagedAttention v2"
 MEMORY_SPACE = "global + shared"
@@ -93,39 +91,6 @@ def check_partitioned(query, key_cache, value_cache, block_tables, context_lens,
 # --- the partition kernel: day 78's kernel over a page range, writing a partial softmax -----------
 
 
-@functools.cache
-def partition_kernel(head_dim: int, cache_dtype: str):
-    """Day 78's optimized kernel (same lane layout, loads first, base-2 online softmax) over pages
-    [part * part_pages, (part + 1) * part_pages) of the context, part = blockIdx.z. It writes the
-    partition's normalized output o_p with its max m_p and exp-sum l_p (base 2)."""
-    # Constants for the kernel you write (unused until then).
-    elem = np.dtype(cache_dtype).type  # noqa: F841
-    PER_WORD, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
-    NG = WARP // G  # noqa: F841
-    KW = TOKENS * WL  # noqa: F841
-    HEAD_DIM = head_dim  # noqa: F841
-
-    @cuda.jit(fastmath=True)
-    def paged_attention_partition_kernel(part_out, part_max, part_sum, query, key_words, value_words,
-                                         block_tables, context_lens, scale, block_size, num_kv_heads,
-                                         part_pages):
-        """One block per (sequence, head, partition): blockIdx = (head, seq, part), NUM_WARPS warps.
-
-        Day 78's optimized kernel (same lane layout, word loads first, shfl_xor dot products, base-2
-        online softmax per group, shuffle fold, shared-memory merge of the warps) over pages
-        first = part * part_pages up to last = min(first + part_pages, num_pages) of the sequence.
-        - A partition with first >= num_pages has nothing to do: return before any barrier (the whole
-          block leaves together). Count tokens to the context's end, never the partition's.
-        - Write the partition's normalized output part_out[seq, head, part, d] = o_d / total, and from
-          one thread its max part_max[seq, head, part] = M and exp-sum part_sum[seq, head, part] = total
-          (both base 2). With a single partition, part_out is already the answer.
-        """
-        raise NotImplementedError("Day 81: day 78's kernel over pages [first, last) of the partition, "
-                                  "writing o_p, m_p and l_p (85 lines)")
-
-    return paged_attention_partition_kernel
-
-
 @cuda.jit(fastmath=True)
 def paged_attention_reduce_kernel(out, part_out, part_max, part_sum, context_lens, part_tokens):
     """One block per (sequence, head) (blockIdx = (head, seq)), one thread per column d.
@@ -138,53 +103,37 @@ def paged_attention_reduce_kernel(out, part_out, part_max, part_sum, context_len
                               "out = sum o_p l_p 2^(m_p - M) / sum l_p 2^(m_p - M) (12 lines)")
 
 
-_SIG = ("void(float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
-        "uint32[::1], uint32[::1], int32[:, ::1], int32[::1], float32, int32, int32, int32)")
 _SIG_REDUCE = ("void(float32[:, :, ::1], float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
                "int32[::1], int32)")
-KERNELS = {  # the benchmark's head_dim and dtype
-    "naive": (partition_kernel(128, "float16"), _SIG),
-    "optimized": (partition_kernel(128, "float16"), _SIG),
+KERNELS = {  # the benchmark's shape: a group of 4 heads per block, as day 79
+    "naive": (attention_kernel(128, "float16", 16, MAX_GROUP), SIG_PAGED),
+    "optimized": (attention_kernel(128, "float16", 16, MAX_GROUP), SIG_PAGED),
     "optimized.reduce": (paged_attention_reduce_kernel, _SIG_REDUCE),
 }
 
 
-def run_partitions(query, key_cache, value_cache, block_tables, context_lens, scale, part_pages):
-    """Launch the partition kernel; returns (out or partial outputs, maxima, sums, partitions)."""
-    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
-    num_seqs, num_heads, head_dim = query.shape
-    n_parts = math.ceil(block_tables.shape[1] / part_pages)  # the table's capacity bounds every context
-    part_out = launch.empty((num_seqs, num_heads, n_parts, head_dim), np.float32)
-    part_max = launch.empty((num_seqs, num_heads, n_parts), np.float32)
-    part_sum = launch.empty((num_seqs, num_heads, n_parts), np.float32)
-    kernel = partition_kernel(head_dim, np.dtype(key_cache.dtype).name)
-    grid = (num_heads, num_seqs, n_parts)  # heads fastest: a group's heads share pages in L2
-    kernel[grid, NUM_WARPS * WARP](part_out, part_max, part_sum, q, cache_words(kc), cache_words(vc), tables,
-                                   lens, float32(scale * LOG2E), key_cache.shape[1], key_cache.shape[2],
-                                   part_pages)
-    return part_out, part_max, part_sum, lens
-
-
 def naive(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size):
-    """v1: one partition covering the whole table, so one block per (sequence, head)."""
-    check_partitioned(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size)
-    part_out, _, _, _ = run_partitions(query, key_cache, value_cache, block_tables, context_lens, scale,
-                                    block_tables.shape[1])
-    out = part_out.reshape(query.shape)  # (num_seqs, num_heads, 1, head_dim): already normalized
-    return launch.result(out, query, key_cache)
+    """v1: one partition covering the whole block table, so one block per (sequence, KV head).
+
+    check_partitioned first; heads = heads_per_block(num_heads, num_kv_heads, MAX_GROUP) as day 79;
+    launch_attention(..., heads=heads, part_pages=max_blocks_per_seq) returns (part_out, part_max,
+    part_sum) with part_out (num_seqs, num_heads, 1, head_dim): one normalized partition is the answer.
+    Return launch.result(part_out reshaped to query's shape, query, key_cache).
+    """
+    raise NotImplementedError("Day 81: check, heads per block, launch_attention with one partition, "
+                              "reshape (5 lines)")
 
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size):
-    """v2: partitions of partition_size tokens, then the reduce kernel."""
-    check_partitioned(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size)
-    part_pages = partition_size // key_cache.shape[1]
-    part_out, part_max, part_sum, lens = run_partitions(query, key_cache, value_cache, block_tables,
-                                                     context_lens, scale, part_pages)
-    num_seqs, num_heads, head_dim = query.shape
-    out = launch.empty(query.shape, np.float32)  # (num_seqs, num_heads, head_dim)
-    paged_attention_reduce_kernel[(num_heads, num_seqs), head_dim](out, part_out, part_max, part_sum, lens,
-                                                                   partition_size)
-    return launch.result(out, query, key_cache)
+    """v2: partitions of partition_size tokens (part_pages = partition_size // block_size), then the
+    reduce kernel on a (num_heads, num_seqs) grid of head_dim threads into a fresh launch.empty output.
+
+    The number of partitions launch_attention sizes its results by comes from the table's capacity
+    (ceil(max_blocks_per_seq / part_pages)), not the longest context: the host never reads device
+    context lengths back. The reduce needs context_lens on the device (launch.to_device).
+    """
+    raise NotImplementedError("Day 81: check, launch_attention over partitions, then the reduce kernel "
+                              "(10 lines)")
 
 
 def library(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size):

@@ -244,7 +244,8 @@ def optimized(query, key_cache, value_cache, key_scales, value_scales, block_tab
     kernel = int8_kernel(head_dim, heads)
     rows = key_scales.shape[0] * key_scales.shape[1] * num_kv_heads
     kernel[(num_kv_heads * chunks, num_seqs), NUM_WARPS * WARP](
-        out, q, cache_words(kc), cache_words(vc), ks.reshape(rows), vs.reshape(rows), tables, lens,
+        out, q, cache_words(kc, np.uint32), cache_words(vc, np.uint32), ks.reshape(rows), vs.reshape(rows),
+        tables, lens,
         float32(scale * LOG2E), key_cache.shape[1], num_kv_heads)
     return launch.result(out, query, key_cache)
 
