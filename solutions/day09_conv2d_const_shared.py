@@ -7,30 +7,36 @@ v1 naive      one thread per pixel, (32, 8) blocks along the rows: each of the 2
               weight from a global copy of the bank and its pixel from global memory: 50 load
               requests per output, all but a few served by L1.
 v2 optimized  the bank lives in constant memory (day 07) and each thread copies its filter's 25 taps
-              into registers once; each block stages a (68, 36) window of the image -- its
-              (64, 32) output tile and a 2-pixel halo all round -- in shared memory with coalesced
-              loads, then each thread slides a 5x5 register window down 8 rows of one column: 5
+              into registers once; each block stages a (132, 36) window of the image -- its
+              (128, 32) output tile and a 2-pixel halo all round -- in shared memory with coalesced
+              loads, then each thread slides a 5x5 register window down 16 rows of one column: 5
               shared loads and 25 register FMAs per output, and coalesced stores straight to out.
+              Blocks whose span lies wholly inside the image (all but the outer ring of tiles) stage
+              it with no clamps and unsigned indices, and threads whose 16 outputs are all inside
+              store them unguarded: edges keep the clamped, guarded path.
 
 Napkin math: 8 bytes through DRAM per pixel (one read, one write) and 50 FLOPs: 6.25 FLOP/byte,
 under the H200's ~16 FLOP/byte ridge, so the floor is the copy rate: an (8192, 8192) image moves
-537 MB, ~0.13 ms at 4.1 TB/s, which is ~16 SM clocks per warp of 32 outputs. Naive spends ~50 L1
-requests on that warp (more where a row of 32 pixels straddles two cache lines): request-bound at
-roughly a third of the copy rate. The tile spends ~1.4 staging loads and as many stores, 7.5 shared loads
-and 25 FMA instructions spread over four schedulers: all under the 16 clocks, so DRAM binds again.
+537 MB, ~0.13 ms at 4.1 TB/s, which is ~16 SM clocks per warp of 32 outputs, ~64 warp-instructions
+over the SM's four schedulers. Naive spends ~50 L1 requests on that warp (more where a row of 32
+pixels straddles two cache lines): request-bound at roughly a third of the copy rate. The 25 FMAs an
+output can never go, so the rest must be small: the first tiled kernel (8 rows a thread, every
+pixel clamped, signed indices) issued ~160 SASS instructions an output and reached 32 % of the copy
+rate. Here an interior thread issues ~50 an output (25 FFMA, 6 LDS, ~8 for staging, ~4 for the
+store, the rest set-up), inside the budget: DRAM binds again.
 """
 
 import numpy as np
 
 from course import cuda, launch
-from numba import float32  # numba names only after the course import
+from numba import float32, int64, uint64  # numba names only after the course import
 
 TITLE = "2D convolution: constant-memory filter bank, shared-memory tiles"
 MEMORY_SPACE = "shared + constant"
 VERSIONS = ("naive", "optimized")
 # (rows, cols): a pixel; smaller than the mask; a tile -1 each way; a tile +1 each way (2 x 2 blocks,
 # every tile edge crossed); primes (1 x 4 blocks, a ragged last tile).
-TEST_SIZES = ((1, 1), (3, 4), (63, 31), (65, 33), (37, 101))
+TEST_SIZES = ((1, 1), (3, 4), (127, 31), (129, 33), (37, 101))
 BENCH_SIZES = ((8192, 8192),)  # 268 MB in, 268 MB out: nine times the 60 MB L2
 BOUND = "memory"
 
@@ -38,13 +44,14 @@ MASK_RADIUS = 2
 MASK_WIDTH = 2 * MASK_RADIUS + 1  # 5 x 5 = 25 taps
 BLOCK = (32, 8)  # (x = columns, y = rows): a warp is 32 pixels of one row
 THREADS = BLOCK[0] * BLOCK[1]
-ROWS_PER_THREAD = 8  # each thread slides its window down this many rows of its column
-TILE_W = BLOCK[0]  # (64, 32) outputs per block
+ROWS_PER_THREAD = 16  # each thread slides its window down this many rows of its column
+TILE_W = BLOCK[0]  # (128, 32) outputs per block
 TILE_H = BLOCK[1] * ROWS_PER_THREAD
-SPAN_W = TILE_W + 2 * MASK_RADIUS  # (68, 36) inputs staged: the tile and its halo
+SPAN_W = TILE_W + 2 * MASK_RADIUS  # (132, 36) inputs staged: the tile and its halo
 SPAN_H = TILE_H + 2 * MASK_RADIUS
-ROW_PASSES = -(-SPAN_H // BLOCK[1])  # 9 passes stage the span's first TILE_W columns, one row per warp
-EDGE_PASSES = -(-SPAN_H * 2 * MASK_RADIUS // THREADS)  # 2 passes stage its last 2R columns
+SPAN_SLOTS = SPAN_H * SPAN_W  # the shared tile, flat
+ROW_PASSES = -(-SPAN_H // BLOCK[1])  # 17 passes stage the span's first TILE_W columns, one row per warp
+EDGE_PASSES = -(-SPAN_H * 2 * MASK_RADIUS // THREADS)  # 3 passes stage its last 2R columns
 
 
 def _filter_bank() -> np.ndarray:
@@ -108,7 +115,9 @@ def conv2d_naive_kernel(img, bank, which, out):
 
 @cuda.jit
 def conv2d_tiled_kernel(img, which, out):
-    tile = cuda.shared.array((SPAN_H, SPAN_W), float32)  # (TILE_H + 2R, TILE_W + 2R) pixels of this block
+    # (SPAN_H, SPAN_W) pixels of this block, row-major in one flat array: from an unsigned per-thread
+    # base, every slot a thread touches is base + a constant, folded into the ld/st.shared instruction.
+    tile = cuda.shared.array(SPAN_SLOTS, float32)
     # `which` is a run-time value, so the taps cannot be folded into the FMAs: they are read with
     # ld.const, the same address for every lane of the block.
     bank = cuda.const.array_like(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH, MASK_WIDTH)
@@ -119,35 +128,53 @@ def conv2d_tiled_kernel(img, which, out):
     col0 = cuda.blockIdx.x * TILE_W
     span_row0 = row0 - MASK_RADIUS  # the span starts one radius up and left of it
     span_col0 = col0 - MASK_RADIUS
-
-    # Stage, part 1: span columns 0 .. TILE_W - 1. Warp ty loads span rows ty, ty + 8, ...: 32
-    # neighbouring pixels of one image row per load. Clamp, then zero: no branch around the loads,
-    # and a constant trip count, so the compiler unrolls the nine passes and all nine loads are in
-    # flight before the first store needs its data.
-    c = span_col0 + tx
-    c_in = 0 <= c < cols
-    c_safe = min(max(c, 0), cols - 1)
-    for k in range(ROW_PASSES):
-        sr = ty + k * BLOCK[1]
-        r = span_row0 + sr
-        v = img[min(max(r, 0), rows - 1), c_safe]
-        if sr < SPAN_H:
-            tile[sr, tx] = v if c_in and 0 <= r < rows else float32(0)  # the halo past the edge is zero
-    # Part 2: the last 2 * MASK_RADIUS span columns (SPAN_H x 4 pixels), spread over the whole block.
-    t = ty * BLOCK[0] + tx
-    for k in range(EDGE_PASSES):
-        q = t + k * THREADS
-        sr = q // (2 * MASK_RADIUS)
-        sc = TILE_W + q - sr * (2 * MASK_RADIUS)
-        r = span_row0 + sr
-        c = span_col0 + sc
-        v = img[min(max(r, 0), rows - 1), min(max(c, 0), cols - 1)]
-        if q < SPAN_H * 2 * MASK_RADIUS:
-            tile[sr, sc] = v if 0 <= r < rows and 0 <= c < cols else float32(0)
     m = cuda.local.array((MASK_WIDTH, MASK_WIDTH), float32)
     for i in range(MASK_WIDTH):
         for j in range(MASK_WIDTH):
-            m[i, j] = bank[which, i, j]  # issued before the barrier: their latency hides behind the wait
+            m[i, j] = bank[which, i, j]  # issued first: their latency hides behind the staging loads
+
+    # Stage, part 1: span columns 0 .. TILE_W - 1. Warp ty loads span rows ty, ty + 8, ...: 32
+    # neighbouring pixels of one image row per load. Part 2: the last 2 * MASK_RADIUS span columns
+    # (SPAN_H x 4 pixels), spread over the whole block. Constant trip counts and no branch around the
+    # loads let the compiler unroll the passes: a thread's 20 loads are in flight together.
+    row_slot = uint64(ty * SPAN_W + tx)  # tile slot of (span row ty, span column tx)
+    t = uint64(ty * BLOCK[0] + tx)  # the thread's rank in the block, for part 2
+    if (span_row0 >= 0 and span_row0 + SPAN_H <= rows
+            and span_col0 >= 0 and span_col0 + SPAN_W <= cols):
+        # Interior block (all but the image's outer ring of tiles): the whole span is inside the image,
+        # so no clamp, no zero fill, and unsigned indices spare Numba's wrap-around code for negative
+        # indices: each load address is one add from the previous one.
+        r_in = uint64(span_row0) + uint64(ty)
+        c_in = uint64(span_col0) + uint64(tx)
+        for k in range(ROW_PASSES):
+            if k < ROW_PASSES - 1 or ty < SPAN_H - k * BLOCK[1]:  # only the last pass runs off the span
+                tile[row_slot + uint64(k * BLOCK[1] * SPAN_W)] = img[r_in + uint64(k * BLOCK[1]), c_in]
+        for k in range(EDGE_PASSES):
+            q = t + uint64(k * THREADS)
+            if q < SPAN_H * 2 * MASK_RADIUS:
+                sr = q // uint64(2 * MASK_RADIUS)  # unsigned, by a power of two: a shift, not a division
+                sc = uint64(TILE_W) + q % uint64(2 * MASK_RADIUS)
+                tile[sr * uint64(SPAN_W) + sc] = img[uint64(span_row0) + sr, uint64(span_col0) + sc]
+    else:
+        # Edge block: clamp, then zero (the halo past the edge is zero).
+        c = span_col0 + tx
+        c_ok = 0 <= c < cols
+        c_safe = min(max(c, 0), cols - 1)
+        for k in range(ROW_PASSES):
+            sr = ty + k * BLOCK[1]
+            r = span_row0 + sr
+            v = img[min(max(r, 0), rows - 1), c_safe]
+            if sr < SPAN_H:
+                tile[row_slot + uint64(k * BLOCK[1] * SPAN_W)] = v if c_ok and 0 <= r < rows else float32(0)
+        for k in range(EDGE_PASSES):
+            q = t + uint64(k * THREADS)
+            sr = q // uint64(2 * MASK_RADIUS)
+            sc = uint64(TILE_W) + q % uint64(2 * MASK_RADIUS)
+            r = span_row0 + int64(sr)
+            c = span_col0 + int64(sc)
+            v = img[min(max(r, 0), rows - 1), min(max(c, 0), cols - 1)]
+            if q < SPAN_H * 2 * MASK_RADIUS:
+                tile[sr * uint64(SPAN_W) + sc] = v if 0 <= r < rows and 0 <= c < cols else float32(0)
     cuda.syncthreads()  # a thread's window spans pixels that other warps staged
 
     # Thread (tx, ty) owns column tx of tile rows top .. top + ROWS_PER_THREAD - 1. A warp reads 32
@@ -155,24 +182,35 @@ def conv2d_tiled_kernel(img, which, out):
     # four of the window's five rows from registers and reads only the new one from shared memory.
     # Every index into m and win is a constant once the i and j loops unroll: registers, stack 0.
     win = cuda.local.array((MASK_WIDTH, MASK_WIDTH), float32)  # (window rows, window cols)
-    top = ty * ROWS_PER_THREAD
+    top = uint64(ty * ROWS_PER_THREAD * SPAN_W + tx)  # tile slot of the window's top-left pixel
     for i in range(MASK_WIDTH - 1):
         for j in range(MASK_WIDTH):
-            win[i + 1, j] = tile[top + i, tx + j]
-    c = col0 + tx
+            win[i + 1, j] = tile[top + uint64(i * SPAN_W + j)]
+    acc = cuda.local.array(ROWS_PER_THREAD, float32)  # the thread's 16 outputs, in registers
     for o in range(ROWS_PER_THREAD):
         for i in range(MASK_WIDTH - 1):
             for j in range(MASK_WIDTH):
                 win[i, j] = win[i + 1, j]  # register renaming once unrolled: no instruction
         for j in range(MASK_WIDTH):
-            win[MASK_WIDTH - 1, j] = tile[top + o + MASK_WIDTH - 1, tx + j]
-        acc = float32(0)
+            win[MASK_WIDTH - 1, j] = tile[top + uint64((o + MASK_WIDTH - 1) * SPAN_W + j)]
+        a = float32(0)
         for i in range(MASK_WIDTH):
             for j in range(MASK_WIDTH):
-                acc += m[i, j] * win[i, j]
-        r = row0 + top + o
-        if r < rows and c < cols:
-            out[r, c] = acc  # a warp stores 32 consecutive pixels of one row: one 128-byte line
+                a += m[i, j] * win[i, j]
+        acc[o] = a
+    # A warp stores 32 consecutive pixels of one row: one 128-byte line per store.
+    r = row0 + ty * ROWS_PER_THREAD  # the thread's first output pixel
+    c = col0 + tx
+    if r + ROWS_PER_THREAD <= rows and c < cols:
+        # All 16 outputs inside the image: no guard per store, and one address add per row.
+        ru = uint64(r)
+        cu = uint64(c)
+        for o in range(ROWS_PER_THREAD):
+            out[ru + uint64(o), cu] = acc[o]
+    else:
+        for o in range(ROWS_PER_THREAD):
+            if r + o < rows and c < cols:
+                out[r + o, c] = acc[o]
 
 
 KERNELS = {

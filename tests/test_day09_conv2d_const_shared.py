@@ -38,6 +38,12 @@ def test_halo_crosses_tile_edges_both_ways():
     g.run_and_compare("optimized", (sol.TILE_H + 3, 2 * sol.TILE_W + 1))
 
 
+def test_interior_tiles():
+    """A (4, 4) grid of tiles, ragged at the bottom and right: the four middle tiles' spans lie wholly
+    inside the image and take the unclamped path, their neighbours the clamped one; both must agree."""
+    g.run_and_compare("optimized", (3 * sol.TILE_H + 3, 3 * sol.TILE_W + 5))
+
+
 def test_optimized_reads_taps_from_constant_and_pixels_from_shared():
     rep = g.report("optimized")
     assert rep.count("ld.const") >= 1, "optimized: no ld.const: is the bank a cuda.const.array_like?"

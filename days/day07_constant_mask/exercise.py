@@ -8,7 +8,7 @@ Grade with:  make check DAY=7
 import numpy as np
 
 from course import cuda, launch
-from numba import float32  # noqa: F401  (you will need it; numba names only after the course import)
+from numba import float32, uint64  # noqa: F401  (you will need them; numba names only after the course import)
 
 TITLE = "Constant memory: a broadcast filter bank"
 MEMORY_SPACE = "constant"
@@ -47,8 +47,11 @@ def conv1d_global_mask_kernel(x, bank, which, out):
 @cuda.jit
 def conv1d_const_mask_kernel(x, which, out):
     """The same loop, but the taps come from bank = cuda.const.array_like(FILTER_BANK): the module-level
-    array is compiled into constant memory, and every lane of a warp reads the same tap at once."""
-    raise NotImplementedError("Day 07: bank = cuda.const.array_like(FILTER_BANK), then the naive loop (9 lines)")
+    array is compiled into constant memory, and every lane of a warp reads the same tap at once.
+    Interior outputs (MASK_RADIUS <= i < n - MASK_RADIUS) need no per-tap bounds test: give them their
+    own path with uint64 indices into x; the first and last MASK_RADIUS outputs keep the tested loop."""
+    raise NotImplementedError("Day 07: bank = cuda.const.array_like(FILTER_BANK), an interior path with uint64 "
+                              "indices, the tested loop at the ends (18 lines)")
 
 
 KERNELS = {

@@ -9,7 +9,7 @@ Grade with:  make check DAY=9
 import numpy as np
 
 from course import cuda, launch
-from numba import float32  # noqa: F401  (you will need it; numba names only after the course import)
+from numba import float32, int64, uint64  # noqa: F401  (you will need them; numba names only after the course import)
 
 TITLE = "2D convolution: constant-memory filter bank, shared-memory tiles"
 MEMORY_SPACE = "shared + constant"
@@ -19,13 +19,14 @@ MASK_RADIUS = 2
 MASK_WIDTH = 2 * MASK_RADIUS + 1  # 5 x 5 = 25 taps
 BLOCK = (32, 8)  # (x = columns, y = rows): a warp is 32 pixels of one row
 THREADS = BLOCK[0] * BLOCK[1]
-ROWS_PER_THREAD = 8  # each thread slides its window down this many rows of its column
-TILE_W = BLOCK[0]  # (64, 32) outputs per block
+ROWS_PER_THREAD = 16  # each thread slides its window down this many rows of its column
+TILE_W = BLOCK[0]  # (128, 32) outputs per block
 TILE_H = BLOCK[1] * ROWS_PER_THREAD
-SPAN_W = TILE_W + 2 * MASK_RADIUS  # (68, 36) inputs staged: the tile and its halo
+SPAN_W = TILE_W + 2 * MASK_RADIUS  # (132, 36) inputs staged: the tile and its halo
 SPAN_H = TILE_H + 2 * MASK_RADIUS
-ROW_PASSES = -(-SPAN_H // BLOCK[1])  # 9 passes stage the span's first TILE_W columns, one row per warp
-EDGE_PASSES = -(-SPAN_H * 2 * MASK_RADIUS // THREADS)  # 2 passes stage its last 2R columns
+SPAN_SLOTS = SPAN_H * SPAN_W  # the shared tile, flat
+ROW_PASSES = -(-SPAN_H // BLOCK[1])  # 17 passes stage the span's first TILE_W columns, one row per warp
+EDGE_PASSES = -(-SPAN_H * 2 * MASK_RADIUS // THREADS)  # 3 passes stage its last 2R columns
 
 
 def _filter_bank() -> np.ndarray:
@@ -58,22 +59,26 @@ def conv2d_naive_kernel(img, bank, which, out):
 
 @cuda.jit
 def conv2d_tiled_kernel(img, which, out):
-    """Block (bx, by) of BLOCK = (32, 8) threads owns the (TILE_H, TILE_W) = (64, 32) output tile whose
+    """Block (bx, by) of BLOCK = (32, 8) threads owns the (TILE_H, TILE_W) = (128, 32) output tile whose
     first pixel is (row0, col0) = (by * TILE_H, bx * TILE_W).
 
-    1. bank = cuda.const.array_like(FILTER_BANK); tile = cuda.shared.array((SPAN_H, SPAN_W), float32)
-       holds img[row0 - 2 .. row0 + 65, col0 - 2 .. col0 + 33] (zero outside the image). Stage it with
+    1. bank = cuda.const.array_like(FILTER_BANK); copy the 25 taps bank[which, i, j] into
+       m = cuda.local.array((5, 5), float32) first (their latency hides behind the staging).
+    2. tile = cuda.shared.array(SPAN_SLOTS, float32), row-major (SPAN_H, SPAN_W), holds
+       img[row0 - 2 .. row0 + 129, col0 - 2 .. col0 + 33] (zero outside the image). Stage it with
        coalesced loads: warp ty loads span rows ty, ty + 8, ... (ROW_PASSES of them) of span columns
        0..31; then the last 4 span columns, spread over all THREADS threads (EDGE_PASSES passes).
-       Clamp the index into the image and write zero outside it: no branch around the loads.
-    2. Copy the 25 taps bank[which, i, j] into m = cuda.local.array((5, 5), float32); cuda.syncthreads().
-    3. Thread (tx, ty) computes column col0 + tx of rows row0 + 8 ty .. row0 + 8 ty + 7: keep a 5x5
+       If the whole span is inside the image (most blocks), load with uint64 indices and no clamp;
+       otherwise clamp the index into the image and write zero outside it. cuda.syncthreads().
+    3. Thread (tx, ty) computes column col0 + tx of rows row0 + 16 ty .. row0 + 16 ty + 15: keep a 5x5
        window of tile values in registers (cuda.local.array, constant indices only) and, per output
-       row, shift it up one row and read only the new bottom row from shared memory.
-    4. Store each output straight to out (guard r < rows and c < cols): a warp writes 32 neighbours.
+       row, shift it up one row and read only the new bottom row from shared memory. Index the tile
+       from one uint64 base per thread plus constants.
+    4. Store the outputs straight to out: unguarded (uint64 indices) when all 16 rows are inside the
+       image, else guard r < rows and c < cols. A warp writes 32 neighbours.
     """
     raise NotImplementedError("Day 09: stage tile + halo (clamp, zero), taps from const into registers, "
-                              "barrier, slide a 5x5 register window down 8 rows (40 lines)")
+                              "barrier, slide a 5x5 register window down 16 rows (60 lines)")
 
 
 KERNELS = {

@@ -10,7 +10,7 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day10_stencil3d_register_tiling"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        '        cuda.syncthreads()  # plane z and its halo are complete\n',
-        '        # MISTAKE: no cuda.syncthreads() here\n',
+        '    cuda.syncthreads()  # plane z and its halo are complete\n',
+        '    # MISTAKE: no cuda.syncthreads() here\n',
     ),
 ]
