@@ -153,7 +153,8 @@ def test_fused_kernel_stays_in_registers():
 
 
 @pytest.mark.parametrize("argv", [
-    ["--requests", "0"], ["--block-size", "0"], ["--kv-blocks", "1"], ["--model", "tiny", "--max-prompt", "30", "--max-output", "10"],  # tiny: max_len 32
+    ["--requests", "0"], ["--block-size", "0"], ["--kv-blocks", "1"],
+    ["--model", "tiny", "--max-prompt", "30", "--max-output", "10"],  # tiny's max_len is 32
     ["--model", "huge"], ["--requests", "two"],
 ], ids=["no-requests", "block-size-0", "budget-too-small", "past-max-len", "unknown-model", "not-a-number"])
 def test_main_rejects_bad_arguments(argv, capsys):
