@@ -44,7 +44,7 @@ VERSIONS = ("naive", "optimized")
 BOUND = "memory"
 RTOL = 5e-4  # float32 sums of exp-weighted rows over thousands of tokens
 ERROR_FLOOR = 1e-2  # outputs average thousands of random rows towards zero (course.checking: the floor)
-LIBRARY_RTOL = 2e-3  # SDPA computes in the cache's fp16 and rounds its output to fp16
+LIBRARY_RTOL = 5e-2  # SDPA works in the cache's fp16 (probabilities, P @ V, output): ~1e-2 of the output's scale
 
 WARP = 32
 # optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
@@ -278,10 +278,11 @@ def lane_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
 
 
 def trip_plan(heads: int, block_size: int, lanes: int) -> tuple[int, bool]:
-    """(rows per thread group per trip, prefetch): what fits in registers. Measured on the H200
-    (day 89 sweeps it): with one or two heads per block, four rows per group (a 16-token trip) and no
-    prefetch; with three or four heads, q and the accumulators take 128 registers, so two rows per
-    group and the next trip's loads issued before this trip's arithmetic."""
+    """(rows per thread group per trip, prefetch): what fits in registers, chosen by measurement on
+    the H200 at head_dim 128 (day 79's lesson has the numbers): with one or two heads per block, four
+    rows per group (a 16-token trip) and no prefetch; with three or four heads, q and the
+    accumulators take 128 registers, so two rows per group and the next trip's loads issued before
+    this trip's arithmetic."""
     groups = WARP // lanes
     rows = max(1, min(ROW_STEP, block_size) // groups)
     if heads <= 2:

@@ -1,11 +1,19 @@
-"""Day 89 exercise: tuning PagedAttention -- block size, partition size and threads per block.
+"""Day 89 exercise: tuning PagedAttention -- block size, partition size and warps per block.
 
-Write the partitioned kernel (day 78's v1 with a context split: grid (heads, seqs, parts)) and the
-kernel that merges the partitions. The knobs, the tuned launch, the sweep and the roofline plot are
-given.
+The kernels are done: day 78's `attention_kernel` (with day 79's heads per block, and a page range
+per block along blockIdx.z) and day 81's reduce. Write the launch with its knobs and the split that
+fills the GPU:
 
-v1 naive      the untuned default: one block per (sequence, head), whole context, 4 warps.
-v2 optimized  partitions sized so the grid has >= 8 blocks per SM, merged by a second kernel.
+  tuned_partition   tokens per partition for a shape: count the blocks one partition's grid has
+                    (sequences x KV heads x chunks of up to MAX_GROUP heads of each group), then the
+                    smallest power of two >= MIN_PARTITION (and >= the page) giving BLOCKS_PER_SM
+                    blocks per SM; 0 when the grid is big enough unsplit.
+  paged_attention   check the inputs and the knobs, launch_attention with heads per block and
+                    partition // block_size pages per partition, then day 81's reduce when there is
+                    more than one partition.
+
+v1 naive      the untuned launch: one block per (sequence, KV head) over the whole context (given).
+v2 optimized  the tuned launch: tuned_partition's split, then the reduce (given).
 
 Grade with:  make check DAY=89        On a GPU:  python -m solutions.day89_tuning_paged_attention --plot r.png
 """
@@ -19,41 +27,48 @@ import math
 
 import numpy as np
 
-from course import DEVICE, ON_GPU, cuda, launch
-from numba import float32, uint32, uint64  # noqa: F401  (the kernel you write needs them)
-from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contract, shared with day 78)
-    LOG2E,
-    NO_LOGIT,
-    TOKENS,
-    WARP,
+from course import DEVICE, ON_GPU, launch  # noqa: F401  (launch: for the code you write)
+from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contract and kernel are day 78's)
+    ERROR_FLOOR,
+    LIBRARY_RTOL,
+    NUM_WARPS,
+    RTOL,
+    SIG_PAGED,
     Config,
-    cache_words,
+    attention_kernel,
     check_inputs,
-    lane_layout,
+    heads_per_block,
+    launch_attention,
     library,
     make_inputs,
     reference,
     traffic,
 )
+from solutions.day79_paged_attention_gqa import MAX_GROUP
+from solutions.day81_paged_attention_v2 import KERNELS as DAY81_KERNELS
+from solutions.day81_paged_attention_v2 import paged_attention_reduce_kernel  # noqa: F401
 
 TITLE = "Tuning PagedAttention"
 MEMORY_SPACE = "global + shared"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
 
-DEFAULT_WARPS = 2 if DEVICE.kind == "sim" else 4  # the simulator pays per thread
-BLOCKS_PER_SM = 8  # the tuned grid's target: enough resident blocks to keep every SM's loads in flight
-MIN_PARTITION = 256 if ON_GPU else 8  # below ~256 tokens the merge costs more than the split gains
-REDUCE_THREADS = 64
+DEFAULT_WARPS = NUM_WARPS  # day 78's: 4 on a GPU, 2 in the simulator (it pays per thread)
+WARP_CHOICES = (1, 2, 4, 8, 16)
+BLOCKS_PER_SM = 8  # the tuned grid's target: ~4 waves of the 2 blocks of 4 warps an SM holds at 254 registers
+# The shortest partition the tuned launch picks: 256 tokens at block 16 are 32 eight-row trips, 8 per
+# warp of 4; shorter, each block's prologue (q into registers) and warp merge weigh on few loads.
+MIN_PARTITION = 256 if ON_GPU else 8
 
 TEST_SIZES = (
-    Config(2, 2, 1, 32, 8, 37, "float32"),  # contexts 37, 1: the tuned launch splits 37 into 2 partitions
-    Config(3, 2, 2, 64, 16, 50, "float16"),  # block 16, head_dim 64; contexts 50, 1, 16
-    Config(1, 4, 2, 32, 4, 29, "float16"),  # one sequence, pages of 4: 4 partitions of 8 tokens
+    Config(2, 2, 1, 32, 8, 37, "float32"),  # contexts 37, 1; tuned (1 SM here): 37 in 3 partitions
+    Config(3, 2, 2, 64, 16, 50, "float16"),  # block 16, head_dim 64, one head per block; contexts 50, 1, 16
+    Config(1, 4, 2, 32, 4, 29, "float16"),  # one sequence, pages of 4: partitions of 16 tokens
+    Config(2, 8, 1, 32, 8, 45, "float32"),  # MQA, group 8 (two blocks of 4 heads); contexts 45, 1
 )
 BENCH_SIZES = (Config(8, 32, 8, 128, 16, 32768, "float16", ragged=False),)
 SWEEP_BLOCK_SIZES = (8, 16, 32)
-SWEEP_PARTITIONS = (0, 512, 1024, 2048, 4096, 8192)  # 0: no split (v1)
+SWEEP_PARTITIONS = (0, 256, 512, 1024, 2048, 4096, 8192)  # 0: no split (v1)
 SWEEP_WARPS = (2, 4, 8)
 
 
@@ -61,72 +76,29 @@ def num_partitions(max_context: int, partition: int) -> int:
     return 1 if partition <= 0 else max(1, math.ceil(max_context / partition))
 
 
-def tuned_partition(num_seqs: int, num_heads: int, max_context: int, block_size: int, sm_count: int) -> int:
+def tuned_partition(num_seqs: int, num_heads: int, num_kv_heads: int, max_context: int, block_size: int,
+                    sm_count: int) -> int:
     """Tokens per partition (0: no split): the smallest power of two >= MIN_PARTITION and a multiple of
-    the page that gives the grid BLOCKS_PER_SM blocks per SM."""
-    want = math.ceil(sm_count * BLOCKS_PER_SM / (num_seqs * num_heads))
-    if want <= 1:
-        return 0
-    size = max(MIN_PARTITION, block_size)
-    while size * want < max_context:
-        size *= 2
-    return 0 if size >= max_context else size
+    the page for which the grid has about BLOCKS_PER_SM blocks per SM (at least half that).
 
-
-# --- the kernels ---------------------------------------------------------------------------------------
-
-
-@functools.cache
-def attention_kernel(head_dim: int, cache_dtype: str, num_warps: int):
-    """The partitioned kernel for one (head_dim, dtype, warps): compile-time shapes, as on day 78."""
-    # Constants the kernel below closes over (see day 78's v1_kernel for what each one is).
-    elem = np.dtype(cache_dtype).type  # noqa: F841
-    PER_WORD, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
-    NG = WARP // G  # noqa: F841  (tokens a warp works on side by side)
-    KW = TOKENS * WL  # noqa: F841
-    HEAD_DIM = head_dim  # noqa: F841
-    NUM_WARPS = num_warps  # noqa: F841
-
-    @cuda.jit(fastmath=True)
-    def paged_attention_partition_kernel(out, tmp_out, max_logits, exp_sums, query, key_words, value_words,
-                                         block_tables, context_lens, scale, block_size, num_kv_heads,
-                                         partition):
-        """Day 78's v1 kernel over pages [first, last) of one partition.
-
-        grid (heads, seqs, parts), NUM_WARPS warps. partition = tokens per part (a multiple of
-        block_size); 0 means one part covering the whole context. A part that starts at or past
-        the context returns at once. With partition > 0 write the part's normalised output to
-        tmp_out[seq, head, part], its max (base-2 logits) to max_logits and its exp-sum to exp_sums;
-        with partition == 0 write out[seq, head] directly. Warps take the part's pages round-robin;
-        lanes, loads, shuffles, online softmax and the shared-memory merge are day 78's.
-        """
-        raise NotImplementedError("Day 89: day 78's v1 body with the page loop limited to this partition's "
-                                  "pages, then write out or (tmp_out, max_logits, exp_sums) (95 lines)")
-
-    return paged_attention_partition_kernel
-
-
-@cuda.jit(fastmath=True)
-def reduce_partitions_kernel(out, tmp_out, max_logits, exp_sums, context_lens, partition):
-    """grid (heads, seqs), threads over head_dim: merge the parts of one (sequence, head).
-
-    parts = ceil(context_lens[seq] / partition). With M the largest max_logits over the parts,
-    w_p = exp_sums[p] * 2^(max_logits[p] - M):  out[d] = sum_p tmp_out[p, d] * w_p / sum_p w_p.
+    One partition's grid has num_seqs x num_heads // heads blocks, heads =
+    heads_per_block(num_heads, num_kv_heads, MAX_GROUP): one per (sequence, KV head, chunk of the
+    group), not one per query head. Partitions wanted per sequence: ceil(sm_count x BLOCKS_PER_SM /
+    blocks); if that is 1 or less, return 0. Otherwise start at max(MIN_PARTITION, block_size) and
+    double while size x wanted < max_context; a size covering the whole context means no split (0).
     """
-    raise NotImplementedError("Day 89: the max over the parts, the rescaled exp-sum, then each thread's "
-                              "columns (15 lines)")
+    raise NotImplementedError("Day 89: blocks per partition from heads_per_block, the partitions wanted, "
+                              "then double from MIN_PARTITION (8 lines)")
 
 
-_SIG = ("void(float32[:, :, ::1], float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
-        "float32[:, :, ::1], uint32[::1], uint32[::1], int32[:, ::1], int32[::1], float32, int32, int32, int32)")
-_REDUCE_SIG = ("void(float32[:, :, ::1], float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
-               "int32[::1], int32)")
-KERNELS = {  # the benchmark's head_dim and dtype
-    "naive": (attention_kernel(128, "float16", 4), _SIG),
-    "optimized": (attention_kernel(128, "float16", 4), _SIG),
-    "optimized.reduce": (reduce_partitions_kernel, _REDUCE_SIG),
-    "optimized.warps2": (attention_kernel(128, "float16", 2), _SIG),
-    "optimized.warps8": (attention_kernel(128, "float16", 8), _SIG),
+# --- the kernels: day 78's attention kernel (day 79's heads per block), day 81's reduce -------------
+
+KERNELS = {  # the benchmark's shape: head_dim 128, fp16, pages of 16, four heads of a group per block
+    "naive": (attention_kernel(128, "float16", 16, MAX_GROUP, 4), SIG_PAGED),
+    "optimized": (attention_kernel(128, "float16", 16, MAX_GROUP, 4), SIG_PAGED),
+    "optimized.reduce": DAY81_KERNELS["optimized.reduce"],
+    "optimized.warps2": (attention_kernel(128, "float16", 16, MAX_GROUP, 2), SIG_PAGED),
+    "optimized.warps8": (attention_kernel(128, "float16", 16, MAX_GROUP, 8), SIG_PAGED),
 }
 
 
@@ -136,44 +108,35 @@ KERNELS = {  # the benchmark's head_dim and dtype
 def paged_attention(query, key_cache, value_cache, block_tables, context_lens, scale, *, partition: int = 0,
                     num_warps: int = DEFAULT_WARPS):
     """Day 78's contract with the knobs exposed: ``partition`` tokens per block (0: no split, a
-    multiple of the block size otherwise), ``num_warps`` warps per block."""
-    check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
-    block_size = key_cache.shape[1]
-    if partition < 0 or partition % block_size:
-        raise ValueError(f"partition: expected 0 or a multiple of the block size {block_size}, got {partition}")
-    if num_warps not in (1, 2, 4, 8, 16):
-        raise ValueError(f"num_warps: expected 1, 2, 4, 8 or 16, got {num_warps}")
-    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
-    num_seqs, num_heads, head_dim = query.shape
-    # Size the split by the table's capacity: the lengths may live on the device, unread.
-    parts = num_partitions(block_tables.shape[1] * block_size, partition)
-    if parts == 1:
-        partition = 0
-    out = launch.empty(query.shape, np.float32)  # (num_seqs, num_heads, head_dim)
-    tmp = launch.empty((num_seqs, num_heads, parts if partition else 1, head_dim), np.float32)
-    stats_shape = (num_seqs, num_heads, parts if partition else 1)
-    max_logits, exp_sums = launch.empty(stats_shape, np.float32), launch.empty(stats_shape, np.float32)
-    kernel = attention_kernel(head_dim, np.dtype(key_cache.dtype).name, num_warps)
-    kernel[(num_heads, num_seqs, parts), num_warps * WARP](
-        out, tmp, max_logits, exp_sums, q, cache_words(kc), cache_words(vc), tables, lens,
-        float32(scale * LOG2E), block_size, key_cache.shape[2], partition)
-    if partition:
-        reduce_partitions_kernel[(num_heads, num_seqs), min(REDUCE_THREADS, head_dim)](
-            out, tmp, max_logits, exp_sums, lens, partition)
-    return launch.result(out, query, key_cache)
+    multiple of the block size otherwise), ``num_warps`` warps per block (one of WARP_CHOICES).
+
+    1. check_inputs, then ValueError for a partition that is not an int, negative, or not a multiple
+       of the block size, and for num_warps not in WARP_CHOICES: all before any launch.
+    2. launch.to_device the five arrays; heads = heads_per_block(num_heads, num_kv_heads, MAX_GROUP).
+    3. launch_attention(..., heads=heads, part_pages=partition // block_size or None,
+       num_warps=num_warps) returns (part_out (seqs, heads, partitions, head_dim), part_max, part_sum).
+       The number of partitions comes from the table's capacity, never from reading context_lens.
+    4. One partition: part_out reshaped to query's shape is the answer. More: day 81's
+       paged_attention_reduce_kernel on a (num_heads, num_seqs) grid of head_dim threads into a fresh
+       launch.empty output, told the partition in tokens.
+    Return launch.result(out, query, key_cache).
+    """
+    raise NotImplementedError("Day 89: check the knobs, heads per block, launch_attention over "
+                              "partition // block_size pages, day 81's reduce if more than one (16 lines)")
 
 
 def naive(query, key_cache, value_cache, block_tables, context_lens, scale):
-    """The untuned default: one block per (sequence, head), no split."""
+    """The untuned launch: one block per (sequence, KV head) over the whole context."""
     return paged_attention(query, key_cache, value_cache, block_tables, context_lens, scale)
 
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale):
     """The tuned launch: split long contexts until the grid fills the GPU."""
+    check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)  # shapes before use
     num_seqs, num_heads = query.shape[:2]
     block_size = key_cache.shape[1]
-    partition = tuned_partition(num_seqs, num_heads, block_tables.shape[1] * block_size, block_size,
-                                launch.sm_count())
+    partition = tuned_partition(num_seqs, num_heads, key_cache.shape[2], block_tables.shape[1] * block_size,
+                                block_size, launch.sm_count())
     return paged_attention(query, key_cache, value_cache, block_tables, context_lens, scale, partition=partition)
 
 
@@ -206,7 +169,7 @@ def sweep(cfg: Config = BENCH_SIZES[0], block_sizes=SWEEP_BLOCK_SIZES, partition
                 fn = functools.partial(paged_attention, partition=part, num_warps=nw)
                 with launch.no_poison():
                     ms, spread = timer.time(fn, *dev, repeats=repeats)
-                ok = checking.compare(fn(*dev), expected, rtol=5e-4).ok
+                ok = checking.compare(fn(*dev), expected, rtol=RTOL, floor=ERROR_FLOOR).ok
                 rows.append(dict(block_size=bs, partition=part, warps=nw, ms=ms, spread_ms=spread,
                                  gbps=nbytes / ms / 1e6, tflops=flops / ms / 1e9,
                                  pct_copy=100 * nbytes / ms / 1e6 / copy, intensity=flops / nbytes, ok=ok))
