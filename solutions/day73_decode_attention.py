@@ -3,46 +3,49 @@
 out[s, h] = softmax(scale * q[s, h] . K[s, :ctx, g]) @ V[s, :ctx, g], with g = h // (num_heads //
 num_kv_heads) the KV head that query head h reads (GQA; MQA when num_kv_heads = 1).
 
-v1 naive      one thread per (sequence, head) walks the tokens: a first pass for the softmax's max and
-              sum, a second that recomputes each score and accumulates p * V into the output in global
-              memory. 2048 threads for the bench, each reading whole rows alone: nothing coalesces and
-              almost nothing is in flight.
-v2 optimized  one block of 4 warps per (sequence, head). Lanes split head_dim (the query lives in
-              registers, pre-scaled), warps split the tokens, four tokens a trip with all their K and V
-              loads issued before any arithmetic; a warp-shuffle butterfly sums each dot product; an
-              online softmax keeps one running max, sum and output row per warp in registers; the four
-              warps merge their partial results through shared memory at the end.
+v1 naive      a thread per (sequence, head), two passes over the tokens: 2048 threads, nothing coalesced.
+v2 optimized  a block per (sequence, head): 8-byte words, 8 lanes a token, 16-row trips, base-2 online softmax.
 
 Napkin math (bench: 64 sequences, 32 query heads over 8 KV heads, head_dim 128, context 4096, float16
-cache): K and V hold 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB, read once per step; the FLOPs are
-2 * 2 * 64 * 32 * 4096 * 128 = 4.3 GFLOP. 4 FLOP per byte, while the H200 can do ~12 FP32 FLOP per
-byte it reads (51 TFLOP/s / 4.1 TB/s): decode is memory-bound. Floor: 1.07 GB / 4.1 TB/s = 262 us.
+cache): K and V hold 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB; the FLOPs are 2 * 2 * 64 * 32 * 4096 *
+128 = 4.3 GFLOP. 4 FLOP per byte, while the H200 can do ~12 FP32 FLOP per byte it reads (51 TFLOP/s /
+4.1 TB/s): decode is memory-bound. Floor: 1.07 GB / 4.1 TB/s = 262 us. The issue budget is tight too:
+in 262 us, 64 * 32 * 4096 = 8.4 M (token, head) pairs against 132 SMs * 4 schedulers * 1.98 GHz = 1.05e12
+warp instructions a second: ~33 warp instructions per (token, head). A first design spent ~200; this one
+~40 PTX (its trip loop: 648 for 16 rows), more than half of them unpacking fp16 from the words.
 """
 
+import functools
 import math
 
 import numpy as np
 
-from course import cuda, launch
-from numba import float32
+from course import DEVICE, cuda, launch
+from numba import float32, uint32, uint64
 
 TITLE = "Decode attention over a contiguous cache"
 MEMORY_SPACE = "shared + register"
 VERSIONS = ("naive", "optimized")
 # n = num_seqs, or (num_seqs, num_heads, num_kv_heads, head_dim, max_len, dtype).
-TEST_SIZES = (1, 3, (2, 4, 1, 8, 5, "float32"), (1, 2, 2, 40, 33, "float16"), (2, 2, 1, 128, 9, "float16"))
+TEST_SIZES = (1, 3, (2, 4, 1, 32, 5, "float32"), (1, 2, 2, 96, 33, "float16"), (2, 2, 1, 128, 9, "float16"),
+              (1, 2, 1, 64, 20, "float32"))
 BENCH_SIZES = ((64, 32, 8, 128, 4096, "float16"),)
 BOUND = "memory"
 RTOL = 5e-4  # float32 sums of exp-weighted rows over thousands of tokens
 ERROR_FLOOR = 1e-2  # outputs average thousands of random rows towards zero (course.checking: the floor)
-WARPS = 4
-TOKENS_PER_TRIP = 4
-MAX_HEAD_DIM = 128  # four elements per lane
+WARP = 32
+# optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
+WARPS = 2 if DEVICE.kind == "sim" else 4
+ROW_STEP = 16  # optimized: rows a warp starts per trip
+MAX_HEAD_DIM = 128  # q and the output row live in registers, 16 columns per lane
 NAIVE_THREADS = 64
 FULL_MASK = 0xFFFFFFFF
-# float32, not Python's float: a bare -math.inf makes Numba carry the whole softmax (max, exp, the
-# running sums) in float64, several times slower on every GPU and far slower on most.
+LOG2E = 1.4426950408889634  # exp(x) = exp2(x * log2 e): fold log2 e into the query's scale once
+# float32 constants, not Python floats: a bare -math.inf or 1e30 makes Numba carry the whole softmax
+# (max, exp, the running sums) in float64, several times slower on every GPU and far slower on most.
 NEG_INF = np.float32(-math.inf)
+DEAD = NEG_INF  # the logit of a row past the context
+NO_LOGIT = np.float32(-1.0e30)  # the running max before any token: finite, far below any real logit
 
 
 def _geometry(n):
@@ -131,131 +134,180 @@ def decode_naive_kernel(query, key_cache, value_cache, context_lens, scale, out)
 
 
 # --- v2 ---------------------------------------------------------------------------------------------------
-
-@cuda.jit(device=True, inline=True)
-def _row(cache, s, t, g, lane, valid):
-    # This lane's four elements (d = lane, lane + 32, lane + 64, lane + 96) of one head's row. A warp's
-    # load of element d covers 32 consecutive elements: coalesced.
-    head_dim = cache.shape[3]
-    x0 = x1 = x2 = x3 = float32(0.0)
-    if valid:
-        if lane < head_dim:
-            x0 = float32(cache[s, t, g, lane])
-        if lane + 32 < head_dim:
-            x1 = float32(cache[s, t, g, lane + 32])
-        if lane + 64 < head_dim:
-            x2 = float32(cache[s, t, g, lane + 64])
-        if lane + 96 < head_dim:
-            x3 = float32(cache[s, t, g, lane + 96])
-    return x0, x1, x2, x3
-
-
-@cuda.jit(device=True, inline=True)
-def _row_q(query, s, h, lane, head_dim, scale):
-    # The query row, four elements per lane like K and V, with the softmax scale folded in once.
-    x0 = x1 = x2 = x3 = float32(0.0)
-    if lane < head_dim:
-        x0 = query[s, h, lane] * scale
-    if lane + 32 < head_dim:
-        x1 = query[s, h, lane + 32] * scale
-    if lane + 64 < head_dim:
-        x2 = query[s, h, lane + 64] * scale
-    if lane + 96 < head_dim:
-        x3 = query[s, h, lane + 96] * scale
-    return x0, x1, x2, x3
+#
+# What the first design of this kernel cost (lanes over head_dim, one token per warp step): a 2-byte
+# load per lane per element, each behind 4-D signed index arithmetic (multiply by strides, test for a
+# negative index and wrap it), and five shuffles per token: ~200 instructions per token and head for
+# 512 bytes of K and V. The SMs' issue rate, not HBM, set the pace (~2 % of the copy rate). The design
+# below spends ~40 PTX instructions per token and head, more than half of them unpacking the words:
+#
+# - The caches are read as flat 8-byte words (four fp16 or two fp32 per load), at unsigned offsets:
+#   one add per load and no wraparound test.
+# - A kernel is compiled per (head_dim, cache dtype). The sizes below are then Python constants:
+#   every per-lane loop unrolls and the per-lane arrays live in registers.
+# - G lanes share a token (8 at head_dim 128), each holding 16 columns of q and of the output. Lane j
+#   of a group loads words j, j + G, j + 2G, ...: one warp instruction reads G * 8 contiguous bytes of
+#   each of its 32 / G rows, whole 32-byte sectors.
+# - A warp trip covers 16 rows (TOK rows per group) and issues all their loads before any arithmetic.
+# - A dot product needs log2(G) shuffles (3), shared by the trip's TOK rows in flight.
 
 
-@cuda.jit(device=True, inline=True)
-def _warp_dot(q, k):
-    # Butterfly: after five xor-shuffles every lane holds the full dot product; no shared memory,
-    # no barrier, registers only.
-    x = q[0] * k[0] + q[1] * k[1] + q[2] * k[2] + q[3] * k[3]
-    x += cuda.shfl_xor_sync(FULL_MASK, x, 16)
-    x += cuda.shfl_xor_sync(FULL_MASK, x, 8)
-    x += cuda.shfl_xor_sync(FULL_MASK, x, 4)
-    x += cuda.shfl_xor_sync(FULL_MASK, x, 2)
-    x += cuda.shfl_xor_sync(FULL_MASK, x, 1)
-    return x
+def lane_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
+    """How one cache row (one token of one KV head) is shared out: (elements per 8-byte word, words
+    per row, lanes per token G, words per lane, elements per lane). G is the largest power of two (the
+    butterfly needs one) that divides the row's words, up to head_dim // 16: 16 elements per lane."""
+    per_word = 8 // itemsize
+    row_words = head_dim // per_word
+    lanes = 1
+    while 2 * lanes <= head_dim // 16 and row_words % (2 * lanes) == 0:
+        lanes *= 2
+    words = row_words // lanes
+    return per_word, row_words, lanes, words, words * per_word
 
 
-@cuda.jit
-def decode_attention_kernel(query, key_cache, value_cache, context_lens, scale, out):
-    # query, out: (num_seqs, num_heads, head_dim); caches: (num_seqs, max_len, num_kv_heads, head_dim)
-    # grid: (num_heads, num_seqs) -- the query heads sharing a KV head are neighbouring blocks, resident
-    # together, so the L2 serves their repeated reads of that head; block: WARPS * 32 threads.
-    h = cuda.blockIdx.x
-    s = cuda.blockIdx.y
-    lane = cuda.threadIdx.x & 31
-    warp = cuda.threadIdx.x >> 5
-    heads, head_dim = query.shape[1], query.shape[2]
-    g = h // (heads // key_cache.shape[2])
-    ctx = context_lens[s]
+@functools.cache
+def decode_kernel(head_dim: int, cache_dtype: str, num_warps: int = WARPS):
+    """The optimized kernel for one (head_dim, cache dtype). Launch: grid (num_heads, num_seqs),
+    num_warps * 32 threads; arguments (query (num_seqs, num_heads, head_dim), key_words, value_words
+    (the caches as flat uint64 words), context_lens, scale * log2(e), num_kv_heads, max_len, out)."""
+    elem = np.dtype(cache_dtype).type
+    PW, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
+    NG = WARP // G  # rows a warp works on side by side, one per group of G lanes (4 at head_dim 128)
+    TOK = max(1, ROW_STEP // NG)  # rows per group per trip
+    TRIP = NG * TOK  # rows per warp trip (16)
+    KW = TOK * WL  # words of K (and of V) a lane holds per trip
+    NW, HEAD_DIM = num_warps, head_dim
 
-    # The query, pre-scaled, stays in registers for the whole context.
-    q = _row_q(query, s, h, lane, head_dim, scale)
-    m = NEG_INF  # running max of this warp's scores
-    l = float32(0.0)  # running sum of exp(score - m)
-    a0 = a1 = a2 = a3 = float32(0.0)  # running sum of exp(score - m) * V, this lane's four elements
+    @cuda.jit(fastmath=True)  # exp2 -> one ex2.approx instruction; the softmax is float32 anyway
+    def decode_attention_kernel(query, key_words, value_words, context_lens, scale, num_kv_heads, max_len,
+                                out):
+        # grid (num_heads, num_seqs): the query heads sharing a KV head are neighbouring blocks,
+        # resident together, so the L2 serves their repeated reads of that head's rows.
+        h = cuda.blockIdx.x
+        seq = cuda.blockIdx.y
+        tid = cuda.threadIdx.x
+        warp = tid // WARP
+        lane = tid % WARP
+        grp = lane // G  # which of the trip's side-by-side rows this lane works on
+        gl = lane % G  # which words of the row it holds: gl, gl + G, gl + 2G, ...
+        kv_head = h // (query.shape[1] // num_kv_heads)
+        ctx = context_lens[seq]
+        # Row r of this sequence starts at word (seq * max_len + r) * row_words + kv_head * ROW_WORDS.
+        # 64-bit once per block; per row one 32 x 32 -> 64-bit multiply-add.
+        row_words = uint32(num_kv_heads * ROW_WORDS)  # one token's row across all KV heads
+        base = (uint64(seq) * uint64(max_len) * uint64(row_words)
+                + uint64(kv_head * ROW_WORDS + gl))
 
-    stride = WARPS * TOKENS_PER_TRIP
-    t = warp
-    while t < ctx:  # uniform per warp, so the shuffles below always see all 32 lanes
-        t1, t2, t3 = t + WARPS, t + 2 * WARPS, t + 3 * WARPS
-        # All eight rows' loads first: 4 tokens x (K + V) in flight per lane before any arithmetic.
-        k0 = _row(key_cache, s, t, g, lane, True)
-        k1 = _row(key_cache, s, t1, g, lane, t1 < ctx)
-        k2 = _row(key_cache, s, t2, g, lane, t2 < ctx)
-        k3 = _row(key_cache, s, t3, g, lane, t3 < ctx)
-        v0 = _row(value_cache, s, t, g, lane, True)
-        v1 = _row(value_cache, s, t1, g, lane, t1 < ctx)
-        v2 = _row(value_cache, s, t2, g, lane, t2 < ctx)
-        v3 = _row(value_cache, s, t3, g, lane, t3 < ctx)
-        s0 = _warp_dot(q, k0)
-        s1 = _warp_dot(q, k1) if t1 < ctx else NEG_INF  # a token past the context weighs exp(-inf) = 0
-        s2 = _warp_dot(q, k2) if t2 < ctx else NEG_INF
-        s3 = _warp_dot(q, k3) if t3 < ctx else NEG_INF
-        # Online softmax: rescale what we have by exp(m_old - m_new) whenever the max grows.
-        m_new = max(m, max(max(s0, s1), max(s2, s3)))  # finite: s0 is a real token
-        corr = math.exp(m - m_new)
-        p0, p1 = math.exp(s0 - m_new), math.exp(s1 - m_new)
-        p2, p3 = math.exp(s2 - m_new), math.exp(s3 - m_new)
-        l = l * corr + (p0 + p1) + (p2 + p3)
-        a0 = a0 * corr + p0 * v0[0] + p1 * v1[0] + p2 * v2[0] + p3 * v3[0]
-        a1 = a1 * corr + p0 * v0[1] + p1 * v1[1] + p2 * v2[1] + p3 * v3[1]
-        a2 = a2 * corr + p0 * v0[2] + p1 * v1[2] + p2 * v2[2] + p3 * v3[2]
-        a3 = a3 * corr + p0 * v0[3] + p1 * v1[3] + p2 * v2[3] + p3 * v3[3]
-        m = m_new
-        t += stride
+        # Fixed-size arrays indexed only by unrolled constant loops: LLVM keeps them in registers.
+        q = cuda.local.array(VEC, float32)  # this lane's columns of q, pre-scaled by scale * log2(e)
+        acc = cuda.local.array(VEC, float32)  # running sum of p * V, same columns
+        s = cuda.local.array(TOK, float32)  # the trip's logits
+        kbuf = cuda.local.array(KW, uint64)  # (TOK, WL) words as loaded
+        vbuf = cuda.local.array(KW, uint64)
+        k = kbuf.view(elem)  # the same registers read as (TOK, VEC) cache elements
+        v = vbuf.view(elem)
+        for w in range(WL):
+            for j in range(PW):
+                q[w * PW + j] = query[seq, h, (gl + G * w) * PW + j] * scale
+                acc[w * PW + j] = 0.0
+        # Finite, so a group that has seen no token yet rescales by exp2(0) = 1, never by
+        # exp2(-inf - -inf) = NaN.
+        m = NO_LOGIT
+        l = float32(0.0)
 
-    # Merge the warps: each leaves (max, sum, row) in shared memory; thread d combines column d.
-    sm_max = cuda.shared.array(WARPS, float32)
-    sm_sum = cuda.shared.array(WARPS, float32)
-    sm_acc = cuda.shared.array((WARPS, MAX_HEAD_DIM), float32)  # (warp, d)
-    if lane == 0:
-        sm_max[warp] = m
-        sm_sum[warp] = l
-    sm_acc[warp, lane] = a0
-    sm_acc[warp, lane + 32] = a1
-    sm_acc[warp, lane + 64] = a2
-    sm_acc[warp, lane + 96] = a3
-    cuda.syncthreads()
-    d = cuda.threadIdx.x
-    if d < head_dim:
-        m_all = sm_max[0]
-        for w in range(1, WARPS):
-            m_all = max(m_all, sm_max[w])
-        total = float32(0.0)
-        acc = float32(0.0)
-        for w in range(WARPS):
-            c = math.exp(sm_max[w] - m_all)  # a warp that saw no token has max -inf: weight 0
-            total += sm_sum[w] * c
-            acc += sm_acc[w, d] * c
-        out[s, h, d] = acc / total
+        for t0 in range(warp * TRIP, ctx, NW * TRIP):  # warps take 16-row trips round-robin
+            # Every load first: 2 * KW independent 8-byte words per lane in flight. A row past the
+            # context is never read (it may hold NaN, and NaN * 0 is NaN): it re-reads the last live
+            # row, an L1 hit, and is masked out of the softmax below.
+            for u in range(TOK):
+                row = min(t0 + u * NG + grp, ctx - 1)
+                off = base + uint64(uint32(row)) * uint64(row_words)
+                for w in range(WL):
+                    kbuf[u * WL + w] = key_words[off + uint64(G * w)]
+                    vbuf[u * WL + w] = value_words[off + uint64(G * w)]
+            # This lane's share of each dot product, then log2(G) butterfly steps: every lane of the
+            # group ends with the whole logit (base 2: q carries log2 e).
+            for u in range(TOK):
+                dot = float32(0.0)
+                for e in range(VEC):
+                    dot += q[e] * float32(k[u * VEC + e])
+                s[u] = dot
+            o = G // 2
+            while o > 0:
+                for u in range(TOK):
+                    s[u] += cuda.shfl_xor_sync(FULL_MASK, s[u], o)
+                o //= 2
+            # Online softmax: rescale what the group has by exp2(m_old - m_new) when the max grows.
+            m_new = m
+            for u in range(TOK):
+                if t0 + u * NG + grp >= ctx:
+                    s[u] = DEAD  # exp2(-inf) = 0: the dead row drops out
+                m_new = max(m_new, s[u])
+            correction = math.exp2(m - m_new)
+            l *= correction
+            for e in range(VEC):
+                acc[e] *= correction
+            for u in range(TOK):
+                p = math.exp2(s[u] - m_new)
+                l += p
+                for e in range(VEC):
+                    acc[e] += p * float32(v[u * VEC + e])
+            m = m_new
+
+        # Fold the warp's NG groups (lanes gl, gl + G, ... hold the same columns): log2(NG) steps.
+        o = G
+        while o < WARP:
+            m_o = cuda.shfl_xor_sync(FULL_MASK, m, o)
+            l_o = cuda.shfl_xor_sync(FULL_MASK, l, o)
+            m_new = max(m, m_o)
+            a = math.exp2(m - m_new)
+            b = math.exp2(m_o - m_new)
+            l = l * a + l_o * b
+            for e in range(VEC):
+                acc[e] = acc[e] * a + cuda.shfl_xor_sync(FULL_MASK, acc[e], o) * b
+            m = m_new
+            o *= 2
+
+        # Merge the warps once through shared memory: (NW, head_dim) floats, whatever the context.
+        sm_acc = cuda.shared.array((NW, HEAD_DIM), float32)
+        sm_m = cuda.shared.array(NW, float32)
+        sm_l = cuda.shared.array(NW, float32)
+        if grp == 0:
+            for w in range(WL):
+                for j in range(PW):
+                    sm_acc[warp, (gl + G * w) * PW + j] = acc[w * PW + j]
+        if lane == 0:
+            sm_m[warp] = m
+            sm_l[warp] = l
+        cuda.syncthreads()
+        for d in range(tid, HEAD_DIM, NW * WARP):
+            m_all = sm_m[0]
+            for w in range(1, NW):
+                m_all = max(m_all, sm_m[w])
+            total = float32(0.0)
+            o_d = float32(0.0)
+            for w in range(NW):
+                c = math.exp2(sm_m[w] - m_all)  # a warp that saw no token: l = 0, acc = 0, c = 0
+                total += sm_l[w] * c
+                o_d += sm_acc[w, d] * c
+            out[seq, h, d] = o_d / total
+
+    return decode_attention_kernel
+
+
+def cache_words(cache):
+    """The cache as one flat run of 8-byte words: free for a contiguous array (same memory)."""
+    return cache.reshape(cache.size).view(np.uint64)
 
 
 _SIG = ("void(float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], int32[::1], float32, "
         "float32[:, :, ::1])")
-KERNELS = {"naive": (decode_naive_kernel, _SIG), "optimized": (decode_attention_kernel, _SIG)}
+_SIG_WORDS = ("void(float32[:, :, ::1], uint64[::1], uint64[::1], int32[::1], float32, int32, int32, "
+              "float32[:, :, ::1])")
+KERNELS = {
+    "naive": (decode_naive_kernel, _SIG),
+    "optimized": (decode_kernel(128, "float16"), _SIG_WORDS),  # the benchmark's shape
+}
 
 
 def _check(query, key_cache, value_cache, context_lens, scale):
@@ -266,8 +318,8 @@ def _check(query, key_cache, value_cache, context_lens, scale):
     launch.check_array("key_cache", key_cache, shape=(seqs, None, None, head_dim))
     launch.check_array("value_cache", value_cache, dtype=key_cache.dtype, shape=key_cache.shape)
     launch.check_array("context_lens", context_lens, dtype=np.int32, shape=(seqs,))
-    if not 1 <= head_dim <= MAX_HEAD_DIM:
-        raise ValueError(f"head_dim: expected 1..{MAX_HEAD_DIM}, got {head_dim}")
+    if head_dim % WARP or not 0 < head_dim <= MAX_HEAD_DIM:  # the optimized kernel's lane layout
+        raise ValueError(f"head_dim: expected a multiple of {WARP} up to {MAX_HEAD_DIM}, got {head_dim}")
     if kv_heads < 1 or heads % kv_heads:
         raise ValueError(f"num_heads ({heads}) must be a multiple of num_kv_heads ({kv_heads})")
     if not isinstance(scale, (float, np.floating)) or not scale > 0:
@@ -289,10 +341,13 @@ def naive(query, key_cache, value_cache, context_lens, scale):
 
 def optimized(query, key_cache, value_cache, context_lens, scale):
     _check(query, key_cache, value_cache, context_lens, scale)
-    d_in = launch.to_device(query, key_cache, value_cache, context_lens)
+    q, kc, vc, lens = launch.to_device(query, key_cache, value_cache, context_lens)
     out = launch.empty(query.shape, np.float32)
+    _, max_len, kv_heads, head_dim = key_cache.shape
+    kernel = decode_kernel(head_dim, np.dtype(key_cache.dtype).name)
     grid = (query.shape[1], query.shape[0])  # (num_heads, num_seqs)
-    decode_attention_kernel[grid, WARPS * 32](*d_in, np.float32(scale), out)
+    kernel[grid, WARPS * WARP](q, cache_words(kc), cache_words(vc), lens, float32(scale * LOG2E), kv_heads,
+                               max_len, out)
     return launch.result(out, query, key_cache, value_cache, context_lens)
 
 
