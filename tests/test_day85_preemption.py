@@ -27,6 +27,12 @@ def _replace(xs, i, value):
     return xs[:i] + (value,) + xs[i + 1:]
 
 
+def _group_pages(xs) -> int:
+    """Distinct pages of the preempted sequences (forks share some): what a swap-in must find free."""
+    tables, lens, bs = xs[2], xs[3], xs[1].shape[2]
+    return len({int(b) for s in xs[5] for b in tables[s, :-(-int(lens[s]) // bs)]})
+
+
 test_rejects_bad_inputs = g.rejects_bad_inputs(
     Config(3, 2, 1, 32, 4, 10, 2, "float32"),
     extra_cases={
@@ -35,7 +41,7 @@ test_rejects_bad_inputs = g.rejects_bad_inputs(
         "swapped-twice": lambda xs: _replace(xs, 5, np.array([1, 1], dtype=np.int32)),
         "free-block-in-use": lambda xs: _replace(xs, 6, np.concatenate([xs[2][:1, :1].ravel(), xs[6][1:]])),
         "free-block-repeated": lambda xs: _replace(xs, 6, np.concatenate([xs[6][:1], xs[6][:-1]])),
-        "too-few-free-blocks": lambda xs: _replace(xs, 6, np.ascontiguousarray(xs[6][:1])),
+        "too-few-free-blocks": lambda xs: _replace(xs, 6, np.ascontiguousarray(xs[6][:_group_pages(xs) - 1])),
         "context-zero": lambda xs: _replace(xs, 3, np.zeros_like(xs[3])),
     },
 )
