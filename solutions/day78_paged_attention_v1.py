@@ -203,13 +203,15 @@ def check_inputs(query, key_cache, value_cache, block_tables, context_lens, scal
             raise ValueError(f"context_lens[{s}] = {int(context_lens[s])}: expected 1..{capacity} "
                              f"(block_tables has {block_tables.shape[1]} blocks of {block_size})")
         if isinstance(block_tables, np.ndarray):
-            for s in range(num_seqs):
-                used = block_tables[s, :math.ceil(int(context_lens[s]) / block_size)]
-                out = np.flatnonzero((used < 0) | (used >= num_blocks))
-                if out.size:
-                    i = int(out[0])
-                    raise ValueError(f"block_tables[{s}, {i}] = {int(used[i])}: not a block of the cache "
-                                     f"(0..{num_blocks - 1})")
+            # Every (sequence, page) a context reaches, at once: a serving step may carry thousands of
+            # rows (one per prefill token), and a Python loop over them would cost more than the kernel.
+            pages = -(-context_lens.astype(np.int64) // block_size)  # (num_seqs,)
+            live = np.arange(block_tables.shape[1])[None, :] < pages[:, None]  # (num_seqs, max_blocks)
+            bad = live & ((block_tables < 0) | (block_tables >= num_blocks))
+            if bad.any():
+                s, i = (int(v) for v in np.argwhere(bad)[0])
+                raise ValueError(f"block_tables[{s}, {i}] = {int(block_tables[s, i])}: not a block of the cache "
+                                 f"(0..{num_blocks - 1})")
 
 
 # --- v1 naive: one thread per (sequence, head) ----------------------------------------------------

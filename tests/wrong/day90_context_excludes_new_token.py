@@ -10,7 +10,7 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day90_serving_engine"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        '            lens += range(start + 1, len(seq.tokens) + 1)\n',
-        '            lens += range(start, len(seq.tokens))\n',
+        '        return tokens, positions, slots, block_tables, positions + 1, last\n',
+        '        return tokens, positions, slots, block_tables, positions, last\n',
     ),
 ]
