@@ -434,6 +434,8 @@ class Engine:
         tokens, positions, slots, block_tables, lens, last = self._batch(seqs)
         x = W["embed"][xp.asarray(tokens)]  # (rows, d_model)
         d_pos, d_slots = launch.to_device(positions, slots) if ON_GPU else (positions, slots)
+        if ON_GPU:  # once a step, not once a layer: every layer reads the same tables and lengths
+            block_tables, lens = launch.to_device(block_tables, lens)
         scale = 1.0 / math.sqrt(c.head_dim)
         for i in range(c.num_layers):
             qkv = _rmsnorm(x, W[f"norm1.{i}"]) @ W[f"wqkv.{i}"]  # (rows, (H + 2 KVH) * D)
