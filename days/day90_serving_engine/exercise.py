@@ -410,23 +410,25 @@ class Engine:
     # --- one step of the model over every scheduled token ------------------------------------------
 
     def _batch(self, seqs):
-        """Per token row: id, position, slot, its sequence's block table, context length (pos + 1)."""
-        tokens, positions, slots, tables, lens, last = [], [], [], [], [], []
-        for seq in seqs:
-            start = len(seq.tokens) - seq.new_tokens
-            table = self.blocks.block_table(seq.rid)
-            tokens += seq.tokens[start:]
-            positions += range(start, len(seq.tokens))
-            slots += self.blocks.slot_mapping(seq.rid, start, len(seq.tokens))
-            tables += [table] * seq.new_tokens
-            lens += range(start + 1, len(seq.tokens) + 1)
-            last.append(len(tokens) - 1)
-        width = max(len(t) for t in tables)
-        block_tables = np.full((len(tables), width), -1, dtype=np.int32)  # (rows, max pages); -1 unused
-        for r, t in enumerate(tables):
-            block_tables[r, :len(t)] = t
-        i32 = lambda xs: np.asarray(xs, dtype=np.int32)  # noqa: E731
-        return i32(tokens), i32(positions), i32(slots), block_tables, i32(lens), last
+        """Per token row: id, position, slot, its sequence's block table, context length (pos + 1).
+
+        Filled a sequence at a time with NumPy slices: a prefill step carries a row per prompt token
+        (tens of thousands), and a Python loop per row would cost more than the step's kernels."""
+        counts = [seq.new_tokens for seq in seqs]
+        tables = [self.blocks.block_table(seq.rid) for seq in seqs]
+        rows = sum(counts)
+        tokens, positions, slots = (np.empty(rows, dtype=np.int32) for _ in range(3))
+        block_tables = np.full((rows, max(len(t) for t in tables)), -1, dtype=np.int32)  # -1: unused
+        last, r = [], 0
+        for seq, n, table in zip(seqs, counts, tables):
+            start = len(seq.tokens) - n
+            tokens[r:r + n] = seq.tokens[start:]
+            positions[r:r + n] = np.arange(start, start + n)
+            slots[r:r + n] = self.blocks.slot_mapping(seq.rid, start, len(seq.tokens))
+            block_tables[r:r + n, :len(table)] = table  # every row of a sequence reads the same pages
+            r += n
+            last.append(r - 1)
+        return tokens, positions, slots, block_tables, positions + 1, last
 
     def forward(self, seqs):
         """Logits (len(seqs), vocab) at each sequence's last new token."""
