@@ -427,14 +427,16 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
                     vbuf[i] = vn[i]
                 trip = nxt
         else:
-            for page in range(first + warp, end, NW):  # warps take pages round-robin
-                base = uint64(block_tables[seq, page]) * page_words + lane_words  # 64-bit once a page
+            # Warps take trips round-robin: at block 16 a trip is a page; a page of many trips (a
+            # contiguous cache is one page of max_len rows) is still shared by every warp.
+            for trip in range(first * TRIPS + warp, end * TRIPS, NW):
+                page = trip // TRIPS  # TRIPS is a constant: a shift, or nothing at one trip a page
+                t0 = (trip % TRIPS) * TRIP
                 n_tok = min(BS, ctx - page * BS)
-                for t in range(TRIPS):
-                    t0 = t * TRIP
-                    if t0 < n_tok:
-                        load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words)
-                        attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
+                if t0 < n_tok:
+                    base = uint64(block_tables[seq, page]) * page_words + lane_words  # 64-bit once a trip
+                    load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words)
+                    attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
 
         # Fold the warp's NG groups (lanes gl, gl + G, ... hold the same columns): log2(NG) steps.
         o = G
