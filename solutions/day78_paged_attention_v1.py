@@ -12,9 +12,9 @@ v1 naive      one thread per (sequence, head) walks the block table token by tok
               (max logit, exp-sum with out += p * v in global memory, divide): each warp's 32 lanes
               read 32 different heads' rows, and 2048 threads cannot keep HBM busy.
 v2 optimized  one block per (sequence, head); its warps take 16-row trips (a page at block 16) in
-              turn. The caches are read as
-              flat 8-byte words (four fp16 per load, unsigned offsets, no negative-index
-              wraparound) by a kernel compiled per shape, so every loop bound is a constant; a group
+              turn. The caches are read as flat 8-byte words (four fp16 per load, unsigned offsets,
+              no negative-index wraparound) by a kernel compiled per shape, so every loop bound is a
+              constant; a group
               of lanes (8 at head_dim 128) shares one token, each lane holding 16 columns of q and
               of the output, its words interleaved with its neighbours' so one warp instruction
               reads whole sectors; 16 rows per warp trip with every load issued first; online
