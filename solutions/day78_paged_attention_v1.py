@@ -14,13 +14,12 @@ v1 naive      one thread per (sequence, head) walks the block table token by tok
 v2 optimized  one block per (sequence, head); its warps take 16-row trips (a page at block 16) in
               turn. The caches are read as flat 8-byte words (four fp16 per load, unsigned offsets,
               no negative-index wraparound) by a kernel compiled per shape, so every loop bound is a
-              constant; a group
-              of lanes (8 at head_dim 128) shares one token, each lane holding 16 columns of q and
-              of the output, its words interleaved with its neighbours' so one warp instruction
-              reads whole sectors; 16 rows per warp trip with every load issued first; online
-              softmax in base 2; warps merged once through a few KB of shared memory that does not
-              grow with the context. (The same kernel takes several heads per block, day 79, and a
-              page range per block, day 81.)
+              constant; a group of lanes (8 at head_dim 128) shares one token, each lane holding 16
+              columns of q and of the output, its words interleaved with its neighbours' so one warp
+              instruction reads whole sectors; 16 rows per warp trip with every load issued first;
+              online softmax in base 2; warps merged once through a few KB of shared memory that
+              does not grow with the context. (The same kernel takes several heads per block, day
+              79, and a page range per block, day 81.)
 
 Napkin math (64 seqs x 32 heads over 8 KV heads x head_dim 128, context 4096, fp16 cache): the K and
 V pages are 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB, the queries and outputs 1 MB. Per KV element
