@@ -295,9 +295,10 @@ def decode_kernel(head_dim: int, cache_dtype: str, num_warps: int = WARPS):
     return decode_attention_kernel
 
 
-def cache_words(cache):
-    """The cache as one flat run of 8-byte words: free for a contiguous array (same memory)."""
-    return cache.reshape(cache.size).view(np.uint64)
+def cache_words(cache, word=np.uint64):
+    """The cache as one flat run of words (8 bytes unless asked): free for a contiguous array (same
+    memory), and the kernel then addresses every element with one offset instead of four indices."""
+    return cache.reshape(cache.size).view(word)
 
 
 _SIG = ("void(float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], int32[::1], float32, "

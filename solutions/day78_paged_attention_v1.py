@@ -37,6 +37,12 @@ import numpy as np
 from course import DEVICE, cuda, launch
 from course.checking import to_host
 from numba import float32, uint32, uint64
+from solutions.day73_decode_attention import (  # day 73's lane layout, words and softmax base, paged here
+    LOG2E,
+    ROW_STEP,
+    cache_words,
+    lane_layout,
+)
 
 TITLE = "PagedAttention v1"
 MEMORY_SPACE = "global + shared"
@@ -49,10 +55,8 @@ LIBRARY_RTOL = 5e-2  # SDPA works in the cache's fp16 (probabilities, P @ V, out
 WARP = 32
 # optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
 NUM_WARPS = 2 if DEVICE.kind == "sim" else 4
-ROW_STEP = 16  # optimized: rows a warp starts per trip (one page at block size 16)
 MAX_HEAD_DIM = 128  # q and the accumulator live in registers, so the bound is fixed
 MAX_COLS = MAX_HEAD_DIM // WARP
-LOG2E = 1.4426950408889634  # exp(x) = exp2(x * log2 e): fold log2 e into the query's scale once
 NO_LOGIT = -1.0e30  # the running max before any token: finite, far below any real logit
 NAIVE_THREADS = 64
 
@@ -263,22 +267,6 @@ def paged_attention_naive_kernel(out, query, key_cache, value_cache, block_table
 # the context per block (one partition spanning the table here; day 81 splits it).
 
 
-def lane_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
-    """How a cache row is shared out: (elements per 8-byte word, words per row, lanes per token,
-    words per lane, elements per lane). Each lane holds 16 elements of a row (q and the output
-    accumulator for them live in registers), so head_dim 128 takes 8 lanes and a warp works on 4
-    tokens at once. Lane j of a token loads words j, j + lanes, ...: one warp load instruction then
-    reads lanes * 8 contiguous bytes of each of its rows (64 B at head_dim 128 in fp16), whole
-    sectors, instead of leaving the L1 to stitch scattered words together."""
-    per_word = 8 // itemsize
-    row_words = head_dim // per_word
-    lanes = 1  # a power of two (the butterfly) dividing the row, up to 16 elements per lane
-    while 2 * lanes <= min(WARP, head_dim // 16) and row_words % (2 * lanes) == 0:
-        lanes *= 2
-    words = row_words // lanes
-    return per_word, row_words, lanes, words, words * per_word
-
-
 def trip_plan(heads: int, block_size: int, lanes: int) -> tuple[int, bool]:
     """(rows per thread group per trip, prefetch): what fits in registers, chosen by measurement on
     the H200 at head_dim 128 (day 79's lesson has the numbers): with one or two heads per block, four
@@ -486,12 +474,6 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
                 part_sum[seq, h0 + hh, part] = total
 
     return paged_attention_kernel
-
-
-def cache_words(cache, word=np.uint64):
-    """The cache as one flat run of words (8 bytes unless asked): free for a contiguous array (same
-    memory), and the kernel then addresses every element with one offset instead of four indices."""
-    return cache.reshape(cache.size).view(word)
 
 
 def heads_per_block(num_heads: int, num_kv_heads: int, limit: int) -> int:
