@@ -6,10 +6,11 @@ accumulators (days 11-14), warp shuffles (day 17), one path per warp (day 16).
 v1 naive      two kernels: a thread per row sums its squares (neighbouring lanes a row apart:
               uncoalesced), writes 1/norm to a scratch array; then a thread per element scales.
               x is read twice from DRAM and the scratch array makes a round trip.
-v2 optimized  one kernel, a warp per row: the lanes sweep the row together (coalesced, four loads
-              in flight), fold their sums of squares with a shfl_xor butterfly so every lane holds
-              the norm, then sweep again to scale and store. The second sweep re-reads a row this
-              warp touched microseconds earlier, so it comes from L1/L2: DRAM sees x once and y once.
+v2 optimized  one kernel, a warp per row: the lanes load the row together (coalesced), each lane
+              keeping its 32 values in registers with all 32 loads in flight; they fold their sums
+              of squares with a shfl_xor butterfly so every lane holds the norm, then scale the
+              registers and store. DRAM sees x once and y once. Rows longer than 1024 floats do not
+              fit: they are swept twice, the second sweep re-reading from L1/L2.
 
 Napkin math: 8 bytes per element (read x, write y), 3 FLOPs: memory-bound. 131072 x 1024 floats is
 512 MB each way: ~0.26 ms at the H200's ~4.1 TB/s copy rate. v1 moves at least 12 bytes per element
@@ -21,7 +22,7 @@ import math
 import numpy as np
 
 from course import cuda, launch
-from numba import float32
+from numba import float32, uint64
 
 TITLE = "Checkpoint: fused row L2 normalisation"
 MEMORY_SPACE = "register"
@@ -36,6 +37,11 @@ FULL_MASK = 0xFFFFFFFF
 # 6 blocks of 256 threads fit on an SM at up to 42 registers a thread: the whole grid is resident at
 # once, so no second wave of blocks arrives late to stride over the same rows (measured best on an H200).
 BLOCKS_PER_SM = 6
+# The fused kernel keeps a row of up to 1024 floats in registers: 32 values a lane, 64 registers a
+# thread, so four blocks of 256 threads fill an SM's 64K registers, each lane with 32 loads in flight.
+ROW_VALUES = 32
+ROW_IN_REGISTERS = ROW_VALUES * WARP
+FUSED_BLOCKS_PER_SM = 4
 EPS = np.float32(1e-12)  # as torch.nn.functional.normalize: a zero row stays zero
 
 
@@ -82,13 +88,50 @@ def scale_rows_kernel(x, inv_norm, y):  # x, y (rows, cols), inv_norm (rows,)
         r += cuda.gridDim.x
 
 
+@cuda.jit(device=True, inline=True)
+def warp_allsum(v):
+    """Butterfly: after offsets 16, 8, 4, 2, 1 every lane holds the warp's total (no broadcast step)."""
+    offset = WARP // 2
+    while offset > 0:
+        v += cuda.shfl_xor_sync(FULL_MASK, v, offset)
+        offset //= 2
+    return v
+
+
 @cuda.jit
 def l2norm_warp_kernel(x, y):  # x, y (rows, cols)
     rows, cols = x.shape
     lane = cuda.threadIdx.x % WARP
     r = cuda.grid(1) // WARP
-    # Every lane of a warp has the same r, so loop trips and branches are warp-uniform and all 32
-    # lanes arrive at each shuffle.
+    # Every lane of a warp has the same r, and cols is the same for the whole grid, so loop trips and
+    # branches are warp-uniform and all 32 lanes arrive at each shuffle.
+    if cols <= ROW_IN_REGISTERS:
+        # The row stays in registers: each lane loads its ROW_VALUES values once, all in flight
+        # together, and scales them after the norm is known. The loops have a constant trip count, so
+        # they unroll, every index into `v` is a constant, and the array lives in registers (day 12).
+        v = cuda.local.array(ROW_VALUES, float32)
+        ulane = uint64(lane)  # unsigned: no negative-index check, and j * WARP folds into the load
+        ucols = uint64(cols)  # compared with an unsigned index (an int64 would make both float64)
+        while r < rows:
+            xr = x[r]  # the row as a 1-D view: one base address for all 32 loads
+            yr = y[r]
+            for j in range(ROW_VALUES):
+                k = ulane + uint64(j * WARP)
+                v[j] = xr[k] if k < ucols else float32(0.0)
+            ss0 = float32(0.0)
+            ss1 = float32(0.0)
+            for j in range(0, ROW_VALUES, 2):  # two accumulators: two FMA chains of 16
+                ss0 += v[j] * v[j]
+                ss1 += v[j + 1] * v[j + 1]
+            inv = float32(1.0) / max(math.sqrt(warp_allsum(ss0 + ss1)), EPS)
+            for j in range(ROW_VALUES):
+                k = ulane + uint64(j * WARP)
+                if k < ucols:
+                    yr[k] = v[j] * inv
+            r += cuda.gridsize(1) // WARP
+        return
+    # Longer rows do not fit: sum the squares in one sweep, then sweep again to scale. The second
+    # sweep re-reads a row this warp touched microseconds earlier, mostly from L1/L2.
     while r < rows:
         ss0 = float32(0.0)
         ss1 = float32(0.0)
@@ -104,16 +147,9 @@ def l2norm_warp_kernel(x, y):  # x, y (rows, cols)
             v0 = x[r, k]
             ss0 += v0 * v0
             k += WARP
-        ss = ss0 + ss1
-        # Butterfly: after offsets 16, 8, 4, 2, 1 every lane holds the full sum (no broadcast step).
-        offset = WARP // 2
-        while offset > 0:
-            ss += cuda.shfl_xor_sync(FULL_MASK, ss, offset)
-            offset //= 2
-        inv = float32(1.0) / max(math.sqrt(ss), EPS)
+        inv = float32(1.0) / max(math.sqrt(warp_allsum(ss0 + ss1)), EPS)
         k = lane
         while k + 3 * WARP < cols:
-            # The row was read a moment ago: these loads hit L1/L2, not DRAM.
             v0, v1 = x[r, k], x[r, k + WARP]
             v2, v3 = x[r, k + 2 * WARP], x[r, k + 3 * WARP]
             y[r, k] = v0 * inv
@@ -158,7 +194,7 @@ def optimized(x):
     _check(x)
     (d_x,) = launch.to_device(x)
     y = launch.empty(x.shape, np.float32)
-    fused_blocks = launch.grid_stride_blocks(x.shape[0] * WARP, THREADS, BLOCKS_PER_SM)
+    fused_blocks = launch.grid_stride_blocks(x.shape[0] * WARP, THREADS, FUSED_BLOCKS_PER_SM)
     l2norm_warp_kernel[fused_blocks, THREADS](d_x, y)
     return launch.result(y, x)
 

@@ -170,7 +170,7 @@ def test_main_serves_and_reports(capsys):
     pages against the contiguous reservation, and the check against the dense-cache decode."""
     g.require_implemented("naive", "optimized")
     rc = g.target.main(["--requests", "3", "--max-prompt", "4", "--max-output", "3", "--kv-blocks", "16",
-                        "--block-size", "2"])
+                        "--block-size", "2", "--model", "tiny"])
     out = capsys.readouterr().out
     assert rc == 0, out
     for needle in ("sequences at once", "preemptions", "tokens/s", "peak KV used", "contiguous cache would have "
