@@ -148,8 +148,11 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
         with launch.no_poison():
             ms, spread = timer.time(fn, *dev_inputs, repeats=repeats)
         # Re-check after timing: a fast wrong answer is not a result.
-        # The library row may compute in the inputs' own precision (fp16 attention): its own tolerance.
-        rtol = getattr(sol, "LIBRARY_RTOL", None) if name == "library" else None
+        # The library row may compute in the inputs' own precision (fp16 attention), and a version may
+        # round by design (day 88's naive reads an fp16 copy of the int8 cache): their own tolerances.
+        rtol = getattr(sol, "VERSION_RTOL", {}).get(name)
+        if rtol is None and name == "library":
+            rtol = getattr(sol, "LIBRARY_RTOL", None)
         report = checking.compare(fn(*dev_inputs), expected, rtol=rtol or getattr(sol, "RTOL", None),
                                   floor=getattr(sol, "ERROR_FLOOR", None), name=name)
         gbps = nbytes / (ms * 1e-3) / 1e9

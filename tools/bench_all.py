@@ -9,6 +9,7 @@ files by tools/readme_tables.py.
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -36,7 +37,9 @@ def main(argv: list[str]) -> int:
         bench.save_json(result, out / f"{info.slug}.json")
         rows = "  ".join(f"{r.version}={r.ms * 1e3:.1f}us/{r.pct_peak:.0f}%/{r.speedup:.2f}x"
                          + ("" if r.checked == "ok" else "/WRONG") for r in result.rows)
-        print(f"day {info.number:02d} peak={result.peak_value:.0f}  {rows}", flush=True)
+        # The finishing time: gpu_check.sh logs the SM clock alongside, to match a slow row to its clock.
+        print(f"day {info.number:02d} peak={result.peak_value:.0f}  {rows}  at {time.strftime('%H:%M:%S')}",
+              flush=True)
     return 1 if failed else 0
 
 
