@@ -1,6 +1,6 @@
 """Day 17: warp shuffles -- row sums, out[r] = sum_k x[r, k], one block of 256 threads per row.
 
-Both versions share the load phase (each thread sums a strided slice of the row, four loads in
+Both versions share the load phase (each thread sums a strided slice of the row, eight loads in
 flight); they differ only in how the block's 256 partial sums become one.
 
 v1 naive      a tree in shared memory: 256 -> 128 -> ... -> 1, a barrier after every halving

@@ -10,7 +10,7 @@ import math  # noqa: F401  (math.sqrt in your kernels)
 import numpy as np
 
 from course import cuda, launch
-from numba import float32  # noqa: F401  (for your accumulators)
+from numba import float32, uint64  # noqa: F401  (for your accumulators and unsigned offsets)
 
 TITLE = "Checkpoint: fused row L2 normalisation"
 MEMORY_SPACE = "register"
@@ -21,6 +21,11 @@ FULL_MASK = 0xFFFFFFFF
 # 6 blocks of 256 threads fit on an SM at up to 42 registers a thread: the whole grid is resident at
 # once, so no second wave of blocks arrives late to stride over the same rows (measured best on an H200).
 BLOCKS_PER_SM = 6
+# The fused kernel keeps a row of up to 1024 floats in registers: 32 values a lane, 64 registers a
+# thread, so four blocks of 256 threads fill an SM's 64K registers, each lane with 32 loads in flight.
+ROW_VALUES = 32
+ROW_IN_REGISTERS = ROW_VALUES * WARP
+FUSED_BLOCKS_PER_SM = 4
 EPS = np.float32(1e-12)  # as torch.nn.functional.normalize: a zero row stays zero
 
 
@@ -42,15 +47,20 @@ def scale_rows_kernel(x, inv_norm, y):  # x, y (rows, cols), inv_norm (rows,)
 def l2norm_warp_kernel(x, y):  # x, y (rows, cols)
     """One fused kernel, a warp per row: r = cuda.grid(1) // WARP, stepping by cuda.gridsize(1) // WARP.
 
-    1. Lanes sweep the row together (k = lane, += WARP) summing squares in registers; unroll four
-       trips with two accumulators so several loads are in flight, then finish the tail.
+    Rows of up to ROW_IN_REGISTERS floats (cols is the same for the whole grid: a uniform branch):
+    1. Keep the row in v = cuda.local.array(ROW_VALUES, float32). Every loop over v has the constant
+       trip count ROW_VALUES, so it unrolls and v lives in registers. Take the row as a 1-D view
+       (xr = x[r]) and index it unsigned, k = uint64(lane) + uint64(j * WARP), compared with
+       uint64(cols): the loads share one address and uint64 < int64 would compare as float64.
+       Load v[j] = xr[k] (0 past the row), then sum the squares with two accumulators.
     2. Fold the sum across the warp with cuda.shfl_xor_sync(FULL_MASK, ss, offset), offsets 16..1:
        every lane ends with the total, so no broadcast is needed.
-    3. inv = 1 / max(math.sqrt(ss), EPS); sweep the row again writing y = x * inv (the re-read hits
-       L1/L2). No local arrays, no shared memory.
+    3. inv = 1 / max(math.sqrt(ss), EPS); store y[r, k] = v[j] * inv where k < cols.
+    Longer rows: sweep once summing squares (four loads in flight, two accumulators), fold, then
+    sweep again writing y = x * inv (the re-read mostly hits L1/L2). No shared memory.
     """
-    raise NotImplementedError("Day 18: warp per row; sum of squares; shfl_xor butterfly; scale and "
-                              "store (40 lines)")
+    raise NotImplementedError("Day 18: warp per row; the row in registers; shfl_xor butterfly; scale "
+                              "and store; two sweeps for long rows (55 lines)")
 
 
 _SIG_NORM = "void(float32[:, ::1], float32[::1])"
@@ -84,6 +94,6 @@ def optimized(x):
     _check(x)
     (d_x,) = launch.to_device(x)
     y = launch.empty(x.shape, np.float32)
-    fused_blocks = launch.grid_stride_blocks(x.shape[0] * WARP, THREADS, BLOCKS_PER_SM)
+    fused_blocks = launch.grid_stride_blocks(x.shape[0] * WARP, THREADS, FUSED_BLOCKS_PER_SM)
     l2norm_warp_kernel[fused_blocks, THREADS](d_x, y)
     return launch.result(y, x)
