@@ -245,28 +245,47 @@ def cmd_run(args) -> int:
 
 # ---- notebooks ---------------------------------------------------------------------------------------
 
+_kernel_start_lock = None  # set in each notebook worker process: see cmd_notebooks
+
+
+def _init_notebook_worker(lock) -> None:
+    global _kernel_start_lock
+    _kernel_start_lock = lock
+
+
 def _execute_notebook(path: str) -> tuple[str, float, str | None]:
     """Run one notebook headless in a fresh kernel; (name, seconds, error or None). Outputs are not saved."""
+    import contextlib
+
     import nbformat
     from nbclient import NotebookClient
 
     start = time.perf_counter()
     nb = nbformat.read(path, as_version=4)
     try:
-        NotebookClient(nb, timeout=900, kernel_name="python3",
-                       resources={"metadata": {"path": os.path.dirname(path)}}).execute()
+        client = NotebookClient(nb, timeout=900, kernel_name="python3",
+                                resources={"metadata": {"path": os.path.dirname(path)}})
+        # A kernel's ports are picked free, then bound by the kernel a moment later: two workers
+        # starting kernels at once can pick the same port. One start at a time, until it is ready.
+        with _kernel_start_lock or contextlib.nullcontext():
+            client.km = client.create_kernel_manager()
+            client.start_new_kernel()
+            client.start_new_kernel_client()
+        client.execute()  # reuses the started kernel, and shuts it down at the end
         return os.path.basename(path), time.perf_counter() - start, None
     except Exception as exc:
         return os.path.basename(path), time.perf_counter() - start, str(exc)[-2000:]
 
 
 def cmd_notebooks(args) -> int:
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     infos = [_day(args.day)] if args.day else [d for d in days.all_days() if d.notebook_path.exists()]
     failed = []
     # One kernel per core: notebooks are independent, and each simulated kernel keeps one core busy.
-    with ProcessPoolExecutor(max_workers=min(len(infos), os.cpu_count() or 2)) as pool:
+    with ProcessPoolExecutor(max_workers=min(len(infos), os.cpu_count() or 2), initializer=_init_notebook_worker,
+                             initargs=(multiprocessing.Lock(),)) as pool:
         for name, seconds, error in pool.map(_execute_notebook, [str(i.notebook_path) for i in infos]):
             if error is None:
                 console.print(f"[green]ok[/]     {name} ({seconds:.0f} s)")
