@@ -148,12 +148,7 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
         with launch.no_poison():
             ms, spread = timer.time(fn, *dev_inputs, repeats=repeats)
         # Re-check after timing: a fast wrong answer is not a result.
-        # The library row may compute in the inputs' own precision (fp16 attention), and a version may
-        # round by design (day 88's naive reads an fp16 copy of the int8 cache): their own tolerances.
-        rtol = getattr(sol, "VERSION_RTOL", {}).get(name)
-        if rtol is None and name == "library":
-            rtol = getattr(sol, "LIBRARY_RTOL", None)
-        report = checking.compare(fn(*dev_inputs), expected, rtol=rtol or getattr(sol, "RTOL", None),
+        report = checking.compare(fn(*dev_inputs), expected, rtol=version_rtol(sol, name),
                                   floor=getattr(sol, "ERROR_FLOOR", None), name=name)
         gbps = nbytes / (ms * 1e-3) / 1e9
         tflops = flops / (ms * 1e-3) / 1e12
@@ -164,6 +159,13 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
     for row in result.rows:
         row.speedup = base / row.ms
     return result
+
+
+def version_rtol(sol, name: str) -> float | None:
+    """The tolerance a benchmark row is re-checked with: the day's VERSION_RTOL for that version if it
+    names one (a library row computing in fp16, a version that rounds by design), else its RTOL, else
+    None (checking's default for the dtype)."""
+    return getattr(sol, "VERSION_RTOL", {}).get(name) or getattr(sol, "RTOL", None)
 
 
 def save_json(result: Result, path: str | Path) -> None:

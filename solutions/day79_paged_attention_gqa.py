@@ -23,18 +23,18 @@ are 128 of them, so a lane keeps 2 rows in flight instead of 4 and prefetches th
 
 from course import launch
 from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contract, shared with day 78)
-    ERROR_FLOOR,
-    LIBRARY_RTOL,
-    RTOL,
     BENCH_SIZES,
+    ERROR_FLOOR,
     MAX_HEAD_DIM,
+    RTOL,
     SIG_PAGED,
+    VERSION_RTOL,
     WARP,
+    Config,
     attention_kernel,
+    check_inputs,
     heads_per_block,
     launch_attention,
-    Config,
-    check_inputs,
     library,
     make_inputs,
     reference,

@@ -39,7 +39,7 @@ from solutions.day78_paged_attention_v1 import (  # the day's problem, inputs, c
     launch_attention,
 )
 from solutions.day78_paged_attention_v1 import Config as Day78Config
-from solutions.day78_paged_attention_v1 import ERROR_FLOOR, LIBRARY_RTOL, RTOL  # noqa: F401  (graders read them)
+from solutions.day78_paged_attention_v1 import ERROR_FLOOR, RTOL, VERSION_RTOL  # noqa: F401  (graders read them)
 from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
 from solutions.day78_paged_attention_v1 import reference as day78_reference

@@ -39,7 +39,7 @@ from course.launch import as_words
 from solutions.day75_block_allocator import copy_blocks_kernel
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS
-from solutions.day78_paged_attention_v1 import LIBRARY_RTOL  # noqa: F401  (the bench reads it: SDPA in fp16)
+from solutions.day78_paged_attention_v1 import VERSION_RTOL  # noqa: F401  (the bench reads it: SDPA in fp16)
 from solutions.day78_paged_attention_v1 import check_inputs
 from solutions.day78_paged_attention_v1 import optimized as paged_attention
 from solutions.day78_paged_attention_v1 import reference as paged_reference

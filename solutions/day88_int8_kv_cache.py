@@ -35,7 +35,7 @@ import numpy as np
 from course import cuda, launch
 from numba import float32, int8, uint32, uint64
 from numba.types import float16
-from solutions.day78_paged_attention_v1 import LIBRARY_RTOL  # noqa: F401  (the bench reads it: SDPA in fp16)
+from solutions.day78_paged_attention_v1 import LIBRARY_RTOL
 from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, WARP, Config, cache_words
 from solutions.day78_paged_attention_v1 import check_inputs as day78_check_inputs
 from solutions.day78_paged_attention_v1 import library as day78_library
@@ -53,7 +53,7 @@ ERROR_FLOOR = 1e-2  # attention outputs average many rows towards zero (course.c
 # rows its output is up to 2.8e-2 (relative, with the floor) from attention over the exact
 # dequantized cache (H200 run). Its tests grade it against that fp16 copy; the benchmark's re-check,
 # against the exact reference, allows it this much.
-VERSION_RTOL = {"naive": 5e-2}
+VERSION_RTOL = {"naive": 5e-2, "library": LIBRARY_RTOL}  # and SDPA computes in fp16
 
 QMAX = 127  # symmetric: -127..127, so -x quantizes to -q
 VEC = 8  # optimized: int8 values of a row per lane (two 32-bit words)

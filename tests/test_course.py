@@ -119,3 +119,18 @@ def test_a_wrong_kernel_spec_materialises_as_the_solution_with_its_edits():
         return sum(line.strip().startswith("cuda.syncthreads()") for line in source.splitlines())
 
     assert barriers(text) == barriers(solution) - 1
+
+
+def test_bench_rechecks_each_row_at_its_own_tolerance():
+    """course.bench re-checks a row with the day's VERSION_RTOL for that version, else its RTOL:
+    SDPA computes in fp16, and day 88's naive reads an fp16 copy of the int8 cache."""
+    from course import bench
+
+    day88, day78, day06 = days.load_solution(88), days.load_solution(78), days.load_solution(6)
+    assert bench.version_rtol(day88, "naive") == 5e-2
+    assert bench.version_rtol(day88, "optimized") == day88.RTOL
+    assert bench.version_rtol(day88, "library") == bench.version_rtol(day78, "library") == day78.LIBRARY_RTOL
+    assert bench.version_rtol(day78, "optimized") == day78.RTOL
+    assert bench.version_rtol(day06, "optimized") is None  # checking's default for float32
+    for n in (79, 80, 81, 82, 89):  # SDPA rows: the fp16 tolerance travels with day 78's contract
+        assert bench.version_rtol(days.load_solution(n), "library") == day78.LIBRARY_RTOL, n
