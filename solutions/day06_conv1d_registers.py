@@ -3,26 +3,29 @@
 Inputs outside x count as zero, so out has the length of x ("same" convolution, as in image filters).
 
 v1 naive      one thread per output, mask[j] and x[i + j - RADIUS] from global memory: 34 loads per output.
-v2 optimized  taps and window in registers, lanes 32 outputs apart, neighbours by shfl_sync: 9/8 loads, 17 shuffles.
+v2 optimized  taps and window in registers: a lane owns V = 8 consecutive outputs, loads its 8 inputs as
+              four 8-byte words, takes the 16 inputs after them from the next two lanes by shfl_sync,
+              and stores its outputs as four words.
 
-The mask width and the outputs per thread are compile-time constants: registers cannot be indexed at
+The mask width and the outputs per lane are compile-time constants: registers cannot be indexed at
 run time, so only loops with a trip count the compiler knows unroll into named registers (day 12 shows
 the spill you get otherwise). Day 07 builds on that API; day 17 goes deep into shuffles.
 
 Napkin math: 8 bytes per output through DRAM (one read, one write) and 2 * MASK_WIDTH = 34 FLOPs:
 4.25 FLOP/byte, below the H200's ~16 FLOP/byte ridge (67 TFLOP/s FP32 / 4.1 TB/s), so the floor is
-the copy rate: n = 2^26 moves 537 MB in ~0.13 ms. Naive reaches a quarter of it: an SM's L1 serves
-about one warp request per clock, and naive asks 34 per 32 outputs where DRAM allows 32 outputs per
-~16 clocks. v2 loads the taps once per thread; a warp owns 256 consecutive outputs, reads them and their
-halo in 9 coalesced 128-byte loads, and asks 17 shuffles (one warp-wide shuffle per clock per SM) per 32.
-Giving each thread consecutive outputs from a private window is slower than naive: lanes start C
-outputs apart, so every warp load spans 128 * C bytes for 128 useful ones (the lesson says why).
+the copy rate: n = 2^26 moves 537 MB in ~0.13 ms, ~16 SM clocks per 32 outputs. Naive reaches a
+quarter of it: an SM's L1 serves about one warp request per clock, and naive asks 34 per 32 outputs.
+Every load, store and shuffle goes through that same pipe. An earlier v2 (lanes 32 outputs apart,
+one 4-byte row load per 32 outputs, a shuffle per tap) asked ~19 per 32 outputs and measured 47 % on
+the H200: over budget. This v2 asks ~10: per 256 outputs a warp issues four 8-byte loads and four
+stores spanning 1 KB each (8 lines apiece), two lanes' halo loads, and 16 shuffles; the 17 FMAs per
+output (4 a clock per SM) stay under the budget too.
 """
 
 import numpy as np
 
 from course import cuda, launch
-from numba import float32  # numba names only after the course import
+from numba import float32, uint64  # numba names only after the course import
 
 TITLE = "1D convolution: the five memory spaces, mask and window in registers"
 MEMORY_SPACE = "register"
@@ -36,12 +39,17 @@ MASK_WIDTH = 2 * MASK_RADIUS + 1  # 17 taps: wide enough that naive is limited b
 THREADS = 256
 WARP = 32
 FULL_MASK = 0xFFFFFFFF
-OUTPUTS_PER_THREAD = 8  # C: a lane's outputs are 32 apart, so a warp owns 32 * C consecutive ones
-WARP_CHUNK = WARP * OUTPUTS_PER_THREAD  # 256 outputs per warp per trip
-WINDOW_ROWS = OUTPUTS_PER_THREAD + 1  # C + 1 rows of 32 inputs: the chunk and its 16-input halo (16 <= 32)
-# The optimized kernel takes 56 registers: 4 blocks of 256 threads fit in an SM's 64 K registers, so a
-# grid of 4 blocks per SM is resident at once and no second wave arrives late to stride over x.
-BLOCKS_PER_SM = 4
+V = 8  # consecutive inputs and outputs per lane: four 8-byte words
+ROW = WARP * V  # 256 consecutive outputs per warp per trip
+OUTPUTS_PER_THREAD = V
+LANE_WORDS = V // 2
+LANE_SPAN = (2 * MASK_RADIUS + V - 1) // V + 1  # lanes whose inputs one lane's outputs need: itself + 2
+LANE_WINDOW = LANE_SPAN * V  # 24 slots for the 2 * RADIUS + V = 24 consecutive inputs
+HALO_LANES = LANE_SPAN - 1  # lanes of the next row the last lanes reach into
+WINDOW_WORDS = 2 * LANE_WORDS  # this row and the next, in words
+# The optimized kernel takes ~45 registers: 5 blocks of 256 threads fit in an SM's 64 K registers, so
+# a grid of 5 blocks per SM is resident at once and no second wave arrives late to stride over x.
+BLOCKS_PER_SM = 5
 
 
 def make_inputs(n: int, seed: int = 0):
@@ -80,50 +88,75 @@ def conv1d_naive_kernel(x, mask, out):
 
 
 @cuda.jit
-def conv1d_registers_kernel(x, mask, out):
+def conv1d_registers_kernel(x, x_words, mask, out, out_words):
     n = x.size
     lane = cuda.threadIdx.x % WARP
-    # Constant trip counts let the compiler unroll every loop below, so m, r and acc become named
-    # registers (stack frame 0); one runtime index anywhere would move the whole array to local memory.
+    # Constant trip counts let the compiler unroll every loop below, so m, rw, w and accw become
+    # named registers (stack frame 0); one runtime index anywhere would move the array to local memory.
     m = cuda.local.array(MASK_WIDTH, float32)
     for j in range(MASK_WIDTH):
         m[j] = mask[j]  # loaded once per thread, reused for every output it computes
-    r = cuda.local.array(WINDOW_ROWS, float32)  # this lane's column of the warp's window
-    acc = cuda.local.array(OUTPUTS_PER_THREAD, float32)
-    base = (cuda.grid(1) // WARP) * WARP_CHUNK  # first output of this warp's chunk
-    step = (cuda.gridsize(1) // WARP) * WARP_CHUNK
+    # This lane's V inputs of the warp's row and of the row after it, loaded as 8-byte words and read
+    # as floats: the same registers under two names (a view changes the type, not the bits).
+    rw = cuda.local.array(WINDOW_WORDS, uint64)
+    r = rw.view(np.float32)
+    w = cuda.local.array(LANE_WINDOW, float32)  # the 2 * RADIUS + V inputs this lane's outputs need
+    accw = cuda.local.array(LANE_WORDS, uint64)  # the V outputs, stored as words
+    acc = accw.view(np.float32)
+    base = (cuda.grid(1) // WARP) * ROW  # first output of this warp's row of 32 * V
+    step = (cuda.gridsize(1) // WARP) * ROW
     # The trip count is the same for all 32 lanes: lanes past the end of x stay in the loop,
     # because a shuffle reads a register of a lane that must be executing the same shuffle.
     while base < n:
-        first = base - MASK_RADIUS + lane
-        for k in range(WINDOW_ROWS):
-            i = first + WARP * k
-            # One warp load = 32 consecutive floats, 128 useful bytes. Clamp, then zero: the address
-            # stays inside x, and the halo past either end reads as zero.
-            v = x[min(max(i, 0), n - 1)]
-            r[k] = v if 0 <= i < n else float32(0)
-        for k in range(OUTPUTS_PER_THREAD):
-            acc[k] = float32(0)
-        for j in range(MASK_WIDTH):
-            # Output base + lane + 32k needs window slot lane + j of row k: register k of lane
-            # lane + j, or register k + 1 of lane lane + j - 32 once that passes the warp's end.
-            # A shuffle delivers the value the source lane offers, so the source picks the row.
-            src = (lane + j) % WARP
-            for k in range(OUTPUTS_PER_THREAD):
-                # Read both rows, then choose between the two values: choosing between r[k] and
-                # r[k + 1] themselves lets the compiler choose an address, and an array with an
-                # address lives in local memory.
-                here, next_row = r[k], r[k + 1]
-                acc[k] += m[j] * cuda.shfl_sync(FULL_MASK, here if lane >= j else next_row, src)
-        for k in range(OUTPUTS_PER_THREAD):
-            o = base + lane + WARP * k
-            if o < n:
-                out[o] = acc[k]  # lanes write 32 consecutive floats: one coalesced store per k
+        start = base - MASK_RADIUS  # the window starts a radius early: every tap offset is >= 0
+        if start >= 0 and start + 2 * ROW <= 2 * x_words.size:
+            # Inside x: the lane's V inputs are V / 2 words from one address (offsets 0, 8, 16, 24
+            # bytes fold into the loads). Of the next row only the first HALO_LANES lanes' inputs are
+            # ever needed, so only those lanes load them.
+            first = uint64(start // 2) + uint64(lane * LANE_WORDS)
+            for h in range(LANE_WORDS):
+                rw[h] = x_words[first + uint64(h)]
+            for h in range(LANE_WORDS):
+                rw[LANE_WORDS + h] = x_words[first + uint64(ROW // 2 + h)] if lane < HALO_LANES else uint64(0)
+        else:
+            # A row that touches either end: one input at a time, clamped, the halo read as zero.
+            for e in range(2 * V):
+                i = start + (e // V) * ROW + lane * V + e % V
+                v = x[min(max(i, 0), n - 1)]
+                r[e] = v if 0 <= i < n else float32(0)
+        # Output base + lane * V + e needs window inputs t = e .. e + 2 * RADIUS counted from this
+        # lane's first: element t % V of lane lane + t // V, taken from the next row once that lane
+        # passes the warp's end. A shuffle delivers what the source offers, so the source (d lanes
+        # ahead, or d - 32 in the next row) picks the row: the lanes below d offer their next row.
+        for e in range(V):
+            w[e] = r[e]
+        for d in range(1, LANE_SPAN):
+            src = (lane + d) % WARP
+            for e in range(V):
+                # Read both rows, then choose between the two values: choosing between array slots
+                # lets the compiler choose an address, and an array with an address lives in local
+                # memory.
+                here, next_row = r[e], r[V + e]
+                w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, src)
+        for e in range(V):
+            a = float32(0)
+            for j in range(MASK_WIDTH):
+                a += m[j] * w[e + j]
+            acc[e] = a
+        o = base + lane * V  # this lane's first output
+        if o + V <= 2 * out_words.size:
+            for h in range(LANE_WORDS):
+                out_words[uint64(o // 2) + uint64(h)] = accw[h]
+        else:
+            for e in range(V):
+                if o + e < n:
+                    out[o + e] = acc[e]
         base += step
 
 
 _SIG = "void(float32[::1], float32[::1], float32[::1])"
-KERNELS = {"naive": (conv1d_naive_kernel, _SIG), "optimized": (conv1d_registers_kernel, _SIG)}
+_SIG_WORDS = "void(float32[::1], uint64[::1], float32[::1], float32[::1], uint64[::1])"
+KERNELS = {"naive": (conv1d_naive_kernel, _SIG), "optimized": (conv1d_registers_kernel, _SIG_WORDS)}
 
 
 def _check(x, mask):
@@ -143,8 +176,10 @@ def optimized(x, mask):
     _check(x, mask)
     d_x, d_mask = launch.to_device(x, mask)
     out = launch.empty(x.shape, np.float32)
+    even = x.size - x.size % 2  # the 8-byte views cover an even prefix (no copy); an odd last input goes alone
+    x_words, out_words = launch.as_words(d_x[:even], 1)[0], launch.as_words(out[:even], 1)[0]
     blocks = launch.grid_stride_blocks(launch.blocks(x.size, OUTPUTS_PER_THREAD), THREADS, BLOCKS_PER_SM)
-    conv1d_registers_kernel[blocks, THREADS](d_x, d_mask, out)
+    conv1d_registers_kernel[blocks, THREADS](d_x, x_words, d_mask, out, out_words)
     return launch.result(out, x, mask)
 
 
