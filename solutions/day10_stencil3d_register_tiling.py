@@ -10,7 +10,8 @@ v1 naive      one thread per point, (32, 8, 1) blocks: seven loads per output fr
 v2 optimized  each (32, 16) block marches along z through Z_CHUNK planes. Every thread keeps its own
               column's z - 1, z and z + 1 in registers (plus two planes of prefetch), writes plane z
               into a shared (18, 34) tile whose halo rows and columns three warps load, and reads its
-              four x-y neighbours from there: one global load per output, each input read once.
+              four x-y neighbours from there: one global load per output, each input read once. The
+              tile is double-buffered by z's parity, so a plane needs one barrier, not two.
               Every x-y bounds test is decided once before the march; the grids are passed as flat
               arrays so each load is a running unsigned offset that grows by one plane a step; only
               the chunk's last planes test z. ~45 SASS instructions an output instead of ~127.
@@ -24,7 +25,8 @@ most inputs from DRAM two or three times. The marching kernel reads each input o
 Sixteen clocks on four schedulers are ~64 warp-instructions per warp of 32 outputs. The first march
 (a bounds-checked 3D index on every load, six compares each) issued ~127 SASS instructions an output
 and reached 42 % of the copy rate; here the loop issues ~45 a plane (2 loads, 2 barriers, 2 shared
-stores, 4 shared loads, 7 FP, 1 store, ~12 address adds, the rest predicates and loop control).
+stores, 4 shared loads, 7 FP, 1 store, ~12 address adds, the rest predicates and loop control;
+one of those barriers is gone with the double-buffered tile).
 """
 
 import numpy as np
@@ -48,6 +50,7 @@ Z_CHUNK = 64  # planes per block: enough blocks to fill the GPU, 2 extra planes 
 PLANE_H = BLOCK[1] + 2  # (18, 34): the tile of plane z and a one-point halo all round
 PLANE_W = BLOCK[0] + 2
 PLANE_SLOTS = PLANE_H * PLANE_W  # the shared plane, flat
+BUFFER_SLOTS = 2 * PLANE_SLOTS  # two planes: z's parity picks one
 
 
 def make_inputs(n, seed: int = 0):
@@ -101,8 +104,10 @@ def stencil_naive_kernel(u, coef, out):
 @cuda.jit(device=True)
 def _stencil_plane(plane, flat_out, at, mine, duty, on_duty, inside, here, below, above, halo_here,
                    c, cx, cy, cz):
-    """One step of the march: plane z into shared memory, then the outputs of plane z."""
-    cuda.syncthreads()  # every thread has finished reading plane z - 1 out of `plane`
+    """One step of the march: plane z into its half of the shared buffer, then the outputs of plane z.
+    ``mine`` and ``duty`` already point into that half (z's parity picks it)."""
+    # No barrier before the stores: this half last held plane z - 2, and every thread finished
+    # reading it before it reached the barrier of plane z - 1, which this thread has passed.
     plane[mine] = here
     if on_duty:
         plane[duty] = halo_here
@@ -118,7 +123,9 @@ def _stencil_plane(plane, flat_out, at, mine, duty, on_duty, inside, here, below
 def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
     # (BLOCK_Y + 2, BLOCK_X + 2) points of plane z, row-major in one flat array: every slot a thread
     # reads is its own slot plus a constant, folded into the ld.shared instruction.
-    plane = cuda.shared.array(PLANE_SLOTS, float32)
+    # Two planes, used by z's parity: plane z is written while no thread can still be reading plane
+    # z - 1 (the other half), so a plane needs one barrier instead of two.
+    plane = cuda.shared.array(BUFFER_SLOTS, float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     x0 = cuda.blockIdx.x * BLOCK[0]
@@ -169,8 +176,9 @@ def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
     ahead = flat_u[at + uint64(2) * step] if inside and z0 + 2 <= zlast else zero
     halo_here = flat_u[halo_at] if halo_in else zero
     halo_above = flat_u[halo_at + step] if halo_in and z0 + 1 < z1 else zero
-    mine = uint64((ty + 1) * PLANE_W + tx + 1)  # this thread's slot in `plane`
+    mine = uint64((ty + 1) * PLANE_W + tx + 1)  # this thread's slot in the first half of `plane`
     duty = uint64(sy * PLANE_W + sx)  # the halo slot it fills (if on duty)
+    half = uint64(0)  # the half plane z uses: 0 or PLANE_SLOTS, switched every plane
     # Main march: while plane z + 3 exists and is still needed, the two prefetches need no test on z.
     # Each prefetch has its own running offset: one 64-bit add a plane, no multiply.
     ahead_at = at + uint64(3) * step  # (z + 3, y, x)
@@ -179,8 +187,9 @@ def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
     for _z in range(z0, z_tail):
         ahead2 = flat_u[ahead_at] if inside else zero
         halo_ahead = flat_u[halo_ahead_at] if halo_in else zero
-        _stencil_plane(plane, flat_out, at, mine, duty, on_duty, inside, here, below, above, halo_here,
-                       c, cx, cy, cz)
+        _stencil_plane(plane, flat_out, at, half + mine, half + duty, on_duty, inside, here, below, above,
+                       halo_here, c, cx, cy, cz)
+        half = uint64(PLANE_SLOTS) - half
         below, here, above, ahead = here, above, ahead, ahead2
         halo_here, halo_above = halo_above, halo_ahead
         at += step
@@ -190,8 +199,9 @@ def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
     for z in range(z_tail, z1):
         ahead2 = flat_u[ahead_at] if inside and z + 3 <= zlast else zero
         halo_ahead = flat_u[halo_ahead_at] if halo_in and z + 2 < z1 else zero
-        _stencil_plane(plane, flat_out, at, mine, duty, on_duty, inside, here, below, above, halo_here,
-                       c, cx, cy, cz)
+        _stencil_plane(plane, flat_out, at, half + mine, half + duty, on_duty, inside, here, below, above,
+                       halo_here, c, cx, cy, cz)
+        half = uint64(PLANE_SLOTS) - half
         below, here, above, ahead = here, above, ahead, ahead2
         halo_here, halo_above = halo_above, halo_ahead
         at += step

@@ -21,6 +21,7 @@ Z_CHUNK = 64  # planes per block: enough blocks to fill the GPU, 2 extra planes 
 PLANE_H = BLOCK[1] + 2  # (18, 34): the tile of plane z and a one-point halo all round
 PLANE_W = BLOCK[0] + 2
 PLANE_SLOTS = PLANE_H * PLANE_W  # the shared plane, flat
+BUFFER_SLOTS = 2 * PLANE_SLOTS  # two planes: z's parity picks one
 
 
 @cuda.jit(device=True)
@@ -45,9 +46,10 @@ def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
     planes z0 = bz * Z_CHUNK .. z1 - 1 (z1 = min(z0 + Z_CHUNK, nz)); thread (tx, ty) owns (y0 + ty, x0 + tx).
     flat_u and flat_out are the (nz, ny, nx) grids as flat arrays: point (z, y, x) is at (z * ny + y) * nx + x.
 
-    1. plane = cuda.shared.array(PLANE_SLOTS, float32), row-major (PLANE_H, PLANE_W): slot
-       (ty + 1) * PLANE_W + tx + 1 holds the thread's own point of plane z; row 0 / row 17 / column 0 /
-       column 33 hold the halo. Halo duty: warp 0 loads the row above the tile, the last warp the row
+    1. plane = cuda.shared.array(BUFFER_SLOTS, float32): two planes, row-major (PLANE_H, PLANE_W)
+       each; plane z uses the half at offset half = 0 or PLANE_SLOTS, switched every z. In a half,
+       slot (ty + 1) * PLANE_W + tx + 1 holds the thread's own point of plane z; row 0 / row 17 /
+       column 0 / column 33 hold the halo. Halo duty: warp 0 loads the row above the tile, the last warp the row
        below, warp 1 the left (lanes 0-15) and right (lanes 16-31) columns; other threads load none.
     2. Decide every x-y bounds test once, before the march (inside the grid? halo point inside?), and
        keep uint64 offsets: one for the thread's point of plane z, one per prefetch; each grows by
@@ -55,13 +57,15 @@ def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
     3. Keep the column in registers: below (z - 1), here (z), above (z + 1), and prefetch two planes
        ahead so loads are in flight through the barriers; the halo point keeps a shorter queue.
     4. For each z: issue the prefetch loads (test z only near the chunk's end: split the march into a
-       main loop and a tail of the last planes); cuda.syncthreads(); store `here` (and the halo point)
-       into plane; cuda.syncthreads(); out from here, four plane neighbours, below and above (guard
-       inside; never guard the barriers); rotate the queues. A device function for this per-plane step
-       keeps one copy of it for both loops.
+       main loop and a tail of the last planes); store `here` (and the halo point) into plane z's
+       half; cuda.syncthreads(); out from here, four plane neighbours, below and above (guard inside;
+       never guard the barrier); switch the half; rotate the queues. One barrier a plane is enough:
+       the half written at z last held plane z - 2, which every thread finished reading before the
+       barrier of plane z - 1. A device function for this per-plane step keeps one copy of it for
+       both loops.
     """
-    raise NotImplementedError("Day 10: halo duty, z queue in registers, per plane: prefetch, barrier, store "
-                              "plane, barrier, stencil, rotate (70 lines)")
+    raise NotImplementedError("Day 10: halo duty, z queue in registers, per plane: prefetch, store into "
+                              "this plane's half, barrier, stencil, switch half, rotate (72 lines)")
 
 
 KERNELS = {
