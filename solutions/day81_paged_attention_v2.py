@@ -9,19 +9,23 @@ day 79's heads per block): its blockIdx.z already selects pages [z * part_pages,
 
 v1 naive      one partition spanning the whole block table: day 79's schedule, writing the output
               directly (a single partition's normalized output is the answer).
-v2 optimized  partitions of 512 tokens (32 pages at block 16): blocks = KV heads x seqs x partitions.
+v2 optimized  partitions of 2048 tokens (128 pages at block 16): blocks = KV heads x seqs x partitions.
               Each block writes its normalized partial output o_p, max m_p and exp-sum l_p; the
               reduce kernel, one block per (sequence, head), computes
               out = sum_p o_p l_p 2^(m_p - M) / sum_p l_p 2^(m_p - M),  M = max_p m_p.
 
 The partition size is part of the inputs (a launch parameter): tests use 1-4 pages so that tiny
-contexts span several partitions; the benchmark uses 512. It must be a multiple of the block size:
+contexts span several partitions; the benchmark uses 2048. It must be a multiple of the block size:
 a partition is a whole number of pages.
 
 Napkin math (4 seqs x 32 heads over 8 KV heads x 128, context 32768, block 16, fp16): K and V are
 4 * 32768 * 8 * 128 * 2 B * 2 = 537 MB, ~0.13 ms at 4.1 TB/s. v1 runs 32 blocks of 4 warps: loads in
-flight on 32 SMs and none on 100. v2 runs 2048 blocks (64 partitions) and adds
-4 * 32 * 64 * (128 + 2) * 4 B = 4.3 MB of partial results written and read once: < 1 % extra.
+flight on 32 SMs and none on 100. v2 runs 512 blocks (16 partitions), ~4 per SM: two resident
+(254 registers a thread, 4 warps a block) and a second wave, so a late block costs at most half a
+wave, while each block walks 128 pages, long enough that its prologue (q into registers) and its
+merge weigh little (day 89's sweep at 8 x 32k: 78 % of the copy rate at ~4 blocks per SM, 64-69 % at
+16-31 with partitions of 512-1024 tokens). It adds 4 * 32 * 16 * (128 + 2) * 4 B = 1.1 MB of partial
+results written and read once: < 1 % extra.
 """
 
 import math
@@ -51,7 +55,7 @@ MEMORY_SPACE = "global + shared"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
 
-PARTITION_SIZE = 512  # tokens per partition (vLLM's default): 32 pages of 16
+PARTITION_SIZE = 2048  # tokens per partition: 128 pages of 16, ~4 blocks per SM at the benchmark's shape
 
 
 class Config(NamedTuple):
