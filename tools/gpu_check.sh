@@ -15,6 +15,10 @@
 out=${1:-out/gpu}; mkdir -p "$out"
 pytest_s=${2:-360}; bench_s=${3:-240}; shift $(( $# < 3 ? $# : 3 ))
 export PYTHONUNBUFFERED=1
+# One BLAS thread per process: 15 test workers each running NumPy's float64 references on a 16-core
+# machine would otherwise start 16 threads apiece, and the heaviest references (days 87 and 90, tens
+# of seconds alone) stall for minutes.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1} MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 if [ "$pytest_s" -gt 0 ]; then
   if [ -n "${TESTS:-}" ]; then
