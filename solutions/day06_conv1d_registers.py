@@ -87,71 +87,88 @@ def conv1d_naive_kernel(x, mask, out):
         out[i] = acc
 
 
-@cuda.jit
-def conv1d_registers_kernel(x, x_words, mask, out, out_words):
-    n = x.size
-    lane = cuda.threadIdx.x % WARP
-    # Constant trip counts let the compiler unroll every loop below, so m, rw, w and accw become
-    # named registers (stack frame 0); one runtime index anywhere would move the array to local memory.
-    m = cuda.local.array(MASK_WIDTH, float32)
+@cuda.jit(device=True, inline=True)
+def taps_from_array(m, mask):
+    """The taps from a global array, copied into the thread's registers m."""
     for j in range(MASK_WIDTH):
-        m[j] = mask[j]  # loaded once per thread, reused for every output it computes
-    # This lane's V inputs of the warp's row and of the row after it, loaded as 8-byte words and read
-    # as floats: the same registers under two names (a view changes the type, not the bits).
-    rw = cuda.local.array(WINDOW_WORDS, uint64)
-    r = rw.view(np.float32)
-    w = cuda.local.array(LANE_WINDOW, float32)  # the 2 * RADIUS + V inputs this lane's outputs need
-    accw = cuda.local.array(LANE_WORDS, uint64)  # the V outputs, stored as words
-    acc = accw.view(np.float32)
-    base = (cuda.grid(1) // WARP) * ROW  # first output of this warp's row of 32 * V
-    step = (cuda.gridsize(1) // WARP) * ROW
-    # The trip count is the same for all 32 lanes: lanes past the end of x stay in the loop,
-    # because a shuffle reads a register of a lane that must be executing the same shuffle.
-    while base < n:
-        start = base - MASK_RADIUS  # the window starts a radius early: every tap offset is >= 0
-        if start >= 0 and start + 2 * ROW <= 2 * x_words.size:
-            # Inside x: the lane's V inputs are V / 2 words from one address (offsets 0, 8, 16, 24
-            # bytes fold into the loads). Of the next row only the first HALO_LANES lanes' inputs are
-            # ever needed, so only those lanes load them.
-            first = uint64(start // 2) + uint64(lane * LANE_WORDS)
-            for h in range(LANE_WORDS):
-                rw[h] = x_words[first + uint64(h)]
-            for h in range(LANE_WORDS):
-                rw[LANE_WORDS + h] = x_words[first + uint64(ROW // 2 + h)] if lane < HALO_LANES else uint64(0)
-        else:
-            # A row that touches either end: one input at a time, clamped, the halo read as zero.
-            for e in range(2 * V):
-                i = start + (e // V) * ROW + lane * V + e % V
-                v = x[min(max(i, 0), n - 1)]
-                r[e] = v if 0 <= i < n else float32(0)
-        # Output base + lane * V + e needs window inputs t = e .. e + 2 * RADIUS counted from this
-        # lane's first: element t % V of lane lane + t // V, taken from the next row once that lane
-        # passes the warp's end. A shuffle delivers what the source offers, so the source (d lanes
-        # ahead, or d - 32 in the next row) picks the row: the lanes below d offer their next row.
-        for e in range(V):
-            w[e] = r[e]
-        for d in range(1, LANE_SPAN):
-            src = (lane + d) % WARP
+        m[j] = mask[j]
+
+
+def window_kernel(fill_taps):
+    """The optimized kernel, taking its taps from ``fill_taps(m, taps)``: a device function that fills
+    m (MASK_WIDTH floats in registers) from the kernel's ``taps`` argument. Here taps is a global
+    array (taps_from_array); day 07 passes a filter index and reads its constant-memory bank. Numba
+    compiles the device function inline, so m stays in registers either way."""
+
+    @cuda.jit
+    def conv1d_registers_kernel(x, x_words, taps, out, out_words):
+        n = x.size
+        lane = cuda.threadIdx.x % WARP
+        # Constant trip counts let the compiler unroll every loop below, so m, rw, w and accw become
+        # named registers (stack frame 0); one runtime index anywhere would move the array to local memory.
+        m = cuda.local.array(MASK_WIDTH, float32)
+        fill_taps(m, taps)  # once per thread, reused for every output it computes
+        # This lane's V inputs of the warp's row and of the row after it, loaded as 8-byte words and read
+        # as floats: the same registers under two names (a view changes the type, not the bits).
+        rw = cuda.local.array(WINDOW_WORDS, uint64)
+        r = rw.view(np.float32)
+        w = cuda.local.array(LANE_WINDOW, float32)  # the 2 * RADIUS + V inputs this lane's outputs need
+        accw = cuda.local.array(LANE_WORDS, uint64)  # the V outputs, stored as words
+        acc = accw.view(np.float32)
+        base = (cuda.grid(1) // WARP) * ROW  # first output of this warp's row of 32 * V
+        step = (cuda.gridsize(1) // WARP) * ROW
+        # The trip count is the same for all 32 lanes: lanes past the end of x stay in the loop,
+        # because a shuffle reads a register of a lane that must be executing the same shuffle.
+        while base < n:
+            start = base - MASK_RADIUS  # the window starts a radius early: every tap offset is >= 0
+            if start >= 0 and start + 2 * ROW <= 2 * x_words.size:
+                # Inside x: the lane's V inputs are V / 2 words from one address (offsets 0, 8, 16, 24
+                # bytes fold into the loads). Of the next row only the first HALO_LANES lanes' inputs are
+                # ever needed, so only those lanes load them.
+                first = uint64(start // 2) + uint64(lane * LANE_WORDS)
+                for h in range(LANE_WORDS):
+                    rw[h] = x_words[first + uint64(h)]
+                for h in range(LANE_WORDS):
+                    rw[LANE_WORDS + h] = x_words[first + uint64(ROW // 2 + h)] if lane < HALO_LANES else uint64(0)
+            else:
+                # A row that touches either end: one input at a time, clamped, the halo read as zero.
+                for e in range(2 * V):
+                    i = start + (e // V) * ROW + lane * V + e % V
+                    v = x[min(max(i, 0), n - 1)]
+                    r[e] = v if 0 <= i < n else float32(0)
+            # Output base + lane * V + e needs window inputs t = e .. e + 2 * RADIUS counted from this
+            # lane's first: element t % V of lane lane + t // V, taken from the next row once that lane
+            # passes the warp's end. A shuffle delivers what the source offers, so the source (d lanes
+            # ahead, or d - 32 in the next row) picks the row: the lanes below d offer their next row.
             for e in range(V):
-                # Read both rows, then choose between the two values: choosing between array slots
-                # lets the compiler choose an address, and an array with an address lives in local
-                # memory.
-                here, next_row = r[e], r[V + e]
-                w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, src)
-        for e in range(V):
-            a = float32(0)
-            for j in range(MASK_WIDTH):
-                a += m[j] * w[e + j]
-            acc[e] = a
-        o = base + lane * V  # this lane's first output
-        if o + V <= 2 * out_words.size:
-            for h in range(LANE_WORDS):
-                out_words[uint64(o // 2) + uint64(h)] = accw[h]
-        else:
+                w[e] = r[e]
+            for d in range(1, LANE_SPAN):
+                src = (lane + d) % WARP
+                for e in range(V):
+                    # Read both rows, then choose between the two values: choosing between array slots
+                    # lets the compiler choose an address, and an array with an address lives in local
+                    # memory.
+                    here, next_row = r[e], r[V + e]
+                    w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, src)
             for e in range(V):
-                if o + e < n:
-                    out[o + e] = acc[e]
-        base += step
+                a = float32(0)
+                for j in range(MASK_WIDTH):
+                    a += m[j] * w[e + j]
+                acc[e] = a
+            o = base + lane * V  # this lane's first output
+            if o + V <= 2 * out_words.size:
+                for h in range(LANE_WORDS):
+                    out_words[uint64(o // 2) + uint64(h)] = accw[h]
+            else:
+                for e in range(V):
+                    if o + e < n:
+                        out[o + e] = acc[e]
+            base += step
+
+    return conv1d_registers_kernel
+
+
+conv1d_registers_kernel = window_kernel(taps_from_array)
 
 
 _SIG = "void(float32[::1], float32[::1], float32[::1])"
@@ -175,12 +192,17 @@ def naive(x, mask):
 def optimized(x, mask):
     _check(x, mask)
     d_x, d_mask = launch.to_device(x, mask)
-    out = launch.empty(x.shape, np.float32)
-    even = x.size - x.size % 2  # the 8-byte views cover an even prefix (no copy); an odd last input goes alone
+    return launch.result(launch_window(conv1d_registers_kernel, d_x, d_mask), x, mask)
+
+
+def launch_window(kernel, d_x, taps):
+    """Run a window_kernel over the device array d_x with its taps argument; returns the output."""
+    out = launch.empty(d_x.shape, np.float32)
+    even = d_x.size - d_x.size % 2  # the 8-byte views cover an even prefix (no copy); an odd last input goes alone
     x_words, out_words = launch.as_words(d_x[:even], 1)[0], launch.as_words(out[:even], 1)[0]
-    blocks = launch.grid_stride_blocks(launch.blocks(x.size, OUTPUTS_PER_THREAD), THREADS, BLOCKS_PER_SM)
-    conv1d_registers_kernel[blocks, THREADS](d_x, x_words, d_mask, out, out_words)
-    return launch.result(out, x, mask)
+    blocks = launch.grid_stride_blocks(launch.blocks(d_x.size, OUTPUTS_PER_THREAD), THREADS, BLOCKS_PER_SM)
+    kernel[blocks, THREADS](d_x, x_words, taps, out, out_words)
+    return out
 
 
 def library(x, mask):

@@ -25,7 +25,8 @@ half of the copy rate however few instructions it issues. Day 08 reads x once in
 import numpy as np
 
 from course import cuda, launch
-from numba import float32, uint64  # numba names only after the course import
+from numba import float32  # numba names only after the course import
+from solutions.day06_conv1d_registers import MASK_RADIUS, MASK_WIDTH, launch_window, window_kernel
 
 TITLE = "Constant memory: a broadcast filter bank"
 MEMORY_SPACE = "constant"
@@ -34,9 +35,7 @@ TEST_SIZES = (1, 9, 255, 257, 1021, 4099)
 BENCH_SIZES = (1 << 26,)  # 268 MB in, 268 MB out: nine times the 60 MB L2
 BOUND = "memory"
 
-MASK_RADIUS = 8
-MASK_WIDTH = 2 * MASK_RADIUS + 1
-THREADS = 256
+THREADS = 256  # naive
 
 
 def _filter_bank() -> np.ndarray:
@@ -91,35 +90,23 @@ def conv1d_global_mask_kernel(x, bank, which, out):
         out[i] = acc
 
 
-@cuda.jit
-def conv1d_const_mask_kernel(x, which, out):
-    # The values are compiled into the module; `which` arrives at run time, so the compiler cannot
-    # fold the taps away and reads them with ld.const: one address per warp, broadcast by the cache.
+@cuda.jit(device=True, inline=True)
+def taps_from_constant_bank(m, which):
+    # The bank's values are compiled into the module; `which` arrives at run time, so the compiler
+    # cannot fold the taps away and reads them with ld.const: one address per warp (which is the same
+    # for every thread), served by the constant cache as a broadcast, no load/store-unit request.
     bank = cuda.const.array_like(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH)
-    n = x.size
-    i = cuda.grid(1)
-    if MASK_RADIUS <= i and i + MASK_RADIUS < n:
-        # Interior output (all but 2 * MASK_RADIUS of them): every tap is inside x, so no per-tap
-        # test, and unsigned indices spare Numba's wrap-around fix-up for negative indices: each load
-        # is the first address plus a constant, folded into the load instruction.
-        src = uint64(i - MASK_RADIUS)
-        acc = float32(0)
-        for j in range(MASK_WIDTH):
-            acc += bank[which, j] * x[src + uint64(j)]
-        out[uint64(i)] = acc
-    elif i < n:
-        # The first and last MASK_RADIUS outputs: taps past either end of x read zero.
-        acc = float32(0)
-        for j in range(MASK_WIDTH):
-            k = i + j - MASK_RADIUS
-            if 0 <= k < n:  # at an end of x
-                acc += bank[which, j] * x[k]
-        out[i] = acc
+    for j in range(MASK_WIDTH):
+        m[j] = bank[which, j]
 
+
+# Day 06's window kernel (lanes own 8 consecutive outputs, 8-byte words, shuffles between neighbours)
+# with its taps from the constant bank instead of a mask argument.
+conv1d_const_mask_kernel = window_kernel(taps_from_constant_bank)
 
 KERNELS = {
     "naive": (conv1d_global_mask_kernel, "void(float32[::1], float32[:, ::1], int64, float32[::1])"),
-    "optimized": (conv1d_const_mask_kernel, "void(float32[::1], int64, float32[::1])"),
+    "optimized": (conv1d_const_mask_kernel, "void(float32[::1], uint64[::1], int64, float32[::1], uint64[::1])"),
 }
 
 _bank_on_device = None
@@ -146,9 +133,7 @@ def naive(x, which):
 def optimized(x, which):
     _check(x, which)
     (d_x,) = launch.to_device(x)
-    out = launch.empty(x.shape, np.float32)
-    conv1d_const_mask_kernel[launch.blocks(x.size, THREADS), THREADS](d_x, int(which), out)
-    return launch.result(out, x)
+    return launch.result(launch_window(conv1d_const_mask_kernel, d_x, int(which)), x)
 
 
 def library(x, which):

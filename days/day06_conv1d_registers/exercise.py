@@ -44,45 +44,63 @@ def conv1d_naive_kernel(x, mask, out):
                               "accumulate in a float32, store (8 lines)")
 
 
-@cuda.jit
-def conv1d_registers_kernel(x, x_words, mask, out, out_words):
-    """Mask and window in registers, inputs and outputs moved as 8-byte words; each lane reads its
-    neighbours' registers with cuda.shfl_sync. x_words and out_words are x and out seen as uint64
-    words (two floats each) over their first even number of elements: the same memory.
+@cuda.jit(device=True, inline=True)
+def taps_from_array(m, mask):
+    """The taps from a global array, copied into the thread's registers m."""
+    for j in range(MASK_WIDTH):
+        m[j] = mask[j]
 
-    1. lane = cuda.threadIdx.x % WARP. Copy the MASK_WIDTH taps into
-       m = cuda.local.array(MASK_WIDTH, float32) once per thread.
-    2. Grid-stride over warp rows of ROW = 32 * V outputs: base = (cuda.grid(1) // WARP) * ROW, step
-       (cuda.gridsize(1) // WARP) * ROW, while base < n. The same trip count for all 32 lanes: every
-       lane must take part in every shuffle, even a lane whose outputs lie past the end of x.
-    3. Window: rw = cuda.local.array(WINDOW_WORDS, uint64) and r = rw.view(np.float32), the same
-       registers as 2 * V floats: this lane's V inputs of the row that starts at
-       start = base - MASK_RADIUS, then its V inputs of the next row. Lane `lane` holds
-       x[start + lane * V + e] in r[e] and x[start + ROW + lane * V + e] in r[V + e].
-       - If start >= 0 and start + 2 * ROW <= 2 * x_words.size, load words:
-         rw[h] = x_words[uint64(start // 2) + uint64(lane * LANE_WORDS + h)], and the next row's
-         words (ROW // 2 further) only where lane < HALO_LANES (the others: uint64(0)).
-       - Otherwise load each of the 2 * V floats, clamping the index into x and using zero outside.
-    4. The window of this lane's outputs: w = cuda.local.array(LANE_WINDOW, float32). w[e] = r[e];
-       for d in range(1, LANE_SPAN) and e in range(V), w[d * V + e] is element e of lane lane + d,
-       or of lane lane + d - 32 in the next row once that passes 31. A shuffle returns what the
-       source sends, so the sender chooses the row (lane >= d: its reader sits d lanes below):
-           here, next_row = r[e], r[V + e]
-           w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, (lane + d) % WARP)
-       Choose between the two values, not between r[e] and r[V + e] themselves: a choice between
-       array slots becomes an address, and an array with an address lives in local memory.
-    5. Output base + lane * V + e is the sum over j of m[j] * w[e + j]. Keep the V sums in
-       accw = cuda.local.array(LANE_WORDS, uint64) through acc = accw.view(np.float32), and store
-       them as LANE_WORDS words out_words[uint64(o // 2) + uint64(h)] = accw[h] (o = base + lane * V)
-       when o + V <= 2 * out_words.size, else one float at a time where o + e < n.
 
-    Only constant loop bounds: the compiler then unrolls the loops and m, rw, w and accw live in
-    registers. The grader checks stack frame 0, the loads per output, 8-byte loads and stores, and
-    2 * MASK_RADIUS shuffles (one per input brought over, not one per tap) in the PTX.
-    """
-    raise NotImplementedError("Day 06: taps into registers, then a warp-uniform grid-stride loop over warp "
-                              "rows: load words (or floats at the ends), one shfl_sync per neighbour input, "
-                              "V dot products, word stores (50 lines)")
+def window_kernel(fill_taps):
+    """The optimized kernel, taking its taps from ``fill_taps(m, taps)``: a device function that fills
+    m (MASK_WIDTH floats in registers) from the kernel's ``taps`` argument. Here taps is a global
+    array (taps_from_array); day 07 passes a filter index and reads its constant-memory bank. Numba
+    compiles the device function inline, so m stays in registers either way."""
+
+    @cuda.jit
+    def conv1d_registers_kernel(x, x_words, taps, out, out_words):
+        """Mask and window in registers, inputs and outputs moved as 8-byte words; each lane reads its
+        neighbours' registers with cuda.shfl_sync. x_words and out_words are x and out seen as uint64
+        words (two floats each) over their first even number of elements: the same memory.
+
+        1. lane = cuda.threadIdx.x % WARP. Fill m = cuda.local.array(MASK_WIDTH, float32) once per
+           thread with fill_taps(m, taps) (given: taps_from_array copies the mask argument in).
+        2. Grid-stride over warp rows of ROW = 32 * V outputs: base = (cuda.grid(1) // WARP) * ROW, step
+           (cuda.gridsize(1) // WARP) * ROW, while base < n. The same trip count for all 32 lanes: every
+           lane must take part in every shuffle, even a lane whose outputs lie past the end of x.
+        3. Window: rw = cuda.local.array(WINDOW_WORDS, uint64) and r = rw.view(np.float32), the same
+           registers as 2 * V floats: this lane's V inputs of the row that starts at
+           start = base - MASK_RADIUS, then its V inputs of the next row. Lane `lane` holds
+           x[start + lane * V + e] in r[e] and x[start + ROW + lane * V + e] in r[V + e].
+           - If start >= 0 and start + 2 * ROW <= 2 * x_words.size, load words:
+             rw[h] = x_words[uint64(start // 2) + uint64(lane * LANE_WORDS + h)], and the next row's
+             words (ROW // 2 further) only where lane < HALO_LANES (the others: uint64(0)).
+           - Otherwise load each of the 2 * V floats, clamping the index into x and using zero outside.
+        4. The window of this lane's outputs: w = cuda.local.array(LANE_WINDOW, float32). w[e] = r[e];
+           for d in range(1, LANE_SPAN) and e in range(V), w[d * V + e] is element e of lane lane + d,
+           or of lane lane + d - 32 in the next row once that passes 31. A shuffle returns what the
+           source sends, so the sender chooses the row (lane >= d: its reader sits d lanes below):
+               here, next_row = r[e], r[V + e]
+               w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, (lane + d) % WARP)
+           Choose between the two values, not between r[e] and r[V + e] themselves: a choice between
+           array slots becomes an address, and an array with an address lives in local memory.
+        5. Output base + lane * V + e is the sum over j of m[j] * w[e + j]. Keep the V sums in
+           accw = cuda.local.array(LANE_WORDS, uint64) through acc = accw.view(np.float32), and store
+           them as LANE_WORDS words out_words[uint64(o // 2) + uint64(h)] = accw[h] (o = base + lane * V)
+           when o + V <= 2 * out_words.size, else one float at a time where o + e < n.
+
+        Only constant loop bounds: the compiler then unrolls the loops and m, rw, w and accw live in
+        registers. The grader checks stack frame 0, the loads per output, 8-byte loads and stores, and
+        2 * MASK_RADIUS shuffles (one per input brought over, not one per tap) in the PTX.
+        """
+        raise NotImplementedError("Day 06: taps into registers, then a warp-uniform grid-stride loop over warp "
+                                  "rows: load words (or floats at the ends), one shfl_sync per neighbour input, "
+                                  "V dot products, word stores (50 lines)")
+
+    return conv1d_registers_kernel
+
+
+conv1d_registers_kernel = window_kernel(taps_from_array)
 
 
 _SIG = "void(float32[::1], float32[::1], float32[::1])"
@@ -106,12 +124,17 @@ def naive(x, mask):
 def optimized(x, mask):
     _check(x, mask)
     d_x, d_mask = launch.to_device(x, mask)
-    out = launch.empty(x.shape, np.float32)
-    even = x.size - x.size % 2  # the 8-byte views cover an even prefix (no copy); an odd last input goes alone
+    return launch.result(launch_window(conv1d_registers_kernel, d_x, d_mask), x, mask)
+
+
+def launch_window(kernel, d_x, taps):
+    """Run a window_kernel over the device array d_x with its taps argument; returns the output."""
+    out = launch.empty(d_x.shape, np.float32)
+    even = d_x.size - d_x.size % 2  # the 8-byte views cover an even prefix (no copy); an odd last input goes alone
     x_words, out_words = launch.as_words(d_x[:even], 1)[0], launch.as_words(out[:even], 1)[0]
-    blocks = launch.grid_stride_blocks(launch.blocks(x.size, OUTPUTS_PER_THREAD), THREADS, BLOCKS_PER_SM)
-    conv1d_registers_kernel[blocks, THREADS](d_x, x_words, d_mask, out, out_words)
-    return launch.result(out, x, mask)
+    blocks = launch.grid_stride_blocks(launch.blocks(d_x.size, OUTPUTS_PER_THREAD), THREADS, BLOCKS_PER_SM)
+    kernel[blocks, THREADS](d_x, x_words, taps, out, out_words)
+    return out
 
 
 def library(x, mask):

@@ -1,22 +1,22 @@
 """Day 07 exercise: constant memory -- 1D convolution with a filter bank in constant memory.
 
 out[i] = sum_j FILTER_BANK[which, j] * x[i + j - MASK_RADIUS], zeros outside x; `which` picks a row
-of the bank at run time. Write the two kernels; the host functions and the bank are given.
+of the bank at run time. Write the naive kernel and the constant-memory tap reader that day 06's window
+kernel (imported from its solution) calls; the host functions and the bank are given.
 Grade with:  make check DAY=7
 """
 
 import numpy as np
 
 from course import cuda, launch
-from numba import float32, uint64  # noqa: F401  (you will need them; numba names only after the course import)
+from numba import float32  # noqa: F401  (you will need it; numba names only after the course import)
+from solutions.day06_conv1d_registers import MASK_RADIUS, MASK_WIDTH, launch_window, window_kernel
 
 TITLE = "Constant memory: a broadcast filter bank"
 MEMORY_SPACE = "constant"
 VERSIONS = ("naive", "optimized")
 
-MASK_RADIUS = 8
-MASK_WIDTH = 2 * MASK_RADIUS + 1
-THREADS = 256
+THREADS = 256  # naive
 
 
 def _filter_bank() -> np.ndarray:
@@ -44,19 +44,22 @@ def conv1d_global_mask_kernel(x, bank, which, out):
     raise NotImplementedError("Day 07: day 06's naive loop with bank[which, j] as the tap (8 lines)")
 
 
-@cuda.jit
-def conv1d_const_mask_kernel(x, which, out):
-    """The same loop, but the taps come from bank = cuda.const.array_like(FILTER_BANK): the module-level
-    array is compiled into constant memory, and every lane of a warp reads the same tap at once.
-    Interior outputs (MASK_RADIUS <= i < n - MASK_RADIUS) need no per-tap bounds test: give them their
-    own path with uint64 indices into x; the first and last MASK_RADIUS outputs keep the tested loop."""
-    raise NotImplementedError("Day 07: bank = cuda.const.array_like(FILTER_BANK), an interior path with uint64 "
-                              "indices, the tested loop at the ends (18 lines)")
+@cuda.jit(device=True, inline=True)
+def taps_from_constant_bank(m, which):
+    """Fill m (MASK_WIDTH floats, the thread's registers) with row `which` of the filter bank, read from
+    constant memory: bank = cuda.const.array_like(FILTER_BANK) compiles the module-level array into
+    the kernel's constant bank, and since every thread asks for the same tap at once, one read serves
+    the whole warp. Day 06's window kernel calls this once per thread."""
+    raise NotImplementedError("Day 07: bank = cuda.const.array_like(FILTER_BANK), then m[j] = bank[which, j] "
+                              "for every tap (3 lines)")
 
+
+# Day 06's window kernel (given, from its solution) with its taps from the constant bank.
+conv1d_const_mask_kernel = window_kernel(taps_from_constant_bank)
 
 KERNELS = {
     "naive": (conv1d_global_mask_kernel, "void(float32[::1], float32[:, ::1], int64, float32[::1])"),
-    "optimized": (conv1d_const_mask_kernel, "void(float32[::1], int64, float32[::1])"),
+    "optimized": (conv1d_const_mask_kernel, "void(float32[::1], uint64[::1], int64, float32[::1], uint64[::1])"),
 }
 
 _bank_on_device = None
@@ -83,9 +86,7 @@ def naive(x, which):
 def optimized(x, which):
     _check(x, which)
     (d_x,) = launch.to_device(x)
-    out = launch.empty(x.shape, np.float32)
-    conv1d_const_mask_kernel[launch.blocks(x.size, THREADS), THREADS](d_x, int(which), out)
-    return launch.result(out, x)
+    return launch.result(launch_window(conv1d_const_mask_kernel, d_x, int(which)), x)
 
 
 def library(x, which):

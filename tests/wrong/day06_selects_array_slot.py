@@ -10,8 +10,8 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day06_conv1d_registers"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        ('                here, next_row = r[e], r[V + e]\n'
-         '                w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, src)\n'),
-        '                w[d * V + e] = cuda.shfl_sync(FULL_MASK, r[e] if lane >= d else r[V + e], src)\n',
+        ('                    here, next_row = r[e], r[V + e]\n'
+         '                    w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, src)\n'),
+        '                    w[d * V + e] = cuda.shfl_sync(FULL_MASK, r[e] if lane >= d else r[V + e], src)\n',
     ),
 ]
