@@ -154,13 +154,16 @@ def gemm_peak_tflops(timer: Timer, n: int = 8192) -> float:
     return 2 * n**3 / (ms * 1e-3) / 1e12
 
 
-def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = True, progress=None) -> Result:
-    """Time every version of a day (and its library row) at one size. Needs a GPU."""
+def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = True, progress=None,
+        target=None) -> Result:
+    """Time every version of a day (and its library row) at one size. Needs a GPU. ``target``: the
+    module whose versions are timed (default: what COURSE_TARGET picks; tools/sweep.py passes
+    variants from course.days.with_constants)."""
     if not ON_GPU:
         raise RuntimeError("timings need a CUDA GPU; without one, use `make inspect` for the compiler's view")
     info = days.find(day)
     sol = days.load_solution(day)
-    target = days.load_target(day)
+    target = target if target is not None else days.load_target(day)
     n = n if n is not None else sol.BENCH_SIZES[0]
     bound = getattr(sol, "BOUND", "memory")
     names = list(versions or days.versions(sol))

@@ -162,6 +162,33 @@ def materialise_mistake(spec_path: Path) -> Path:
     return out
 
 
+def with_constants(day: int | str, **values) -> ModuleType:
+    """The day's solution with some module-level constants changed: ``with_constants(10, PREFETCH=3)``.
+
+    Numba compiles a kernel's globals as constants, so a block shape or an unroll depth cannot be
+    changed on a loaded module: each assignment ``NAME = ...`` at the start of a line is rewritten
+    (it must occur exactly once) and the result loaded as a module of its own, with fresh kernels.
+    For sweeping a day's knobs (tools/sweep.py); constants computed from the changed ones follow.
+    """
+    info = find(day)
+    source = info.solution_path.read_text()
+    for name, value in values.items():
+        pattern = re.compile(rf"^{re.escape(name)} = .*$", re.M)
+        found = pattern.findall(source)
+        if len(found) != 1:
+            raise ValueError(f"{info.slug}: {len(found)} module-level assignments of {name} (must be exactly 1)")
+        line = f"{name} = {value!r}  # changed by with_constants"
+        source = pattern.sub(lambda _m, line=line: line, source)
+    tag = "_".join(f"{k}{v}" for k, v in values.items())
+    tag = re.sub(r"[^A-Za-z0-9_]", "_", tag)
+    out_dir = Path(tempfile.gettempdir()) / "course_variants"
+    out_dir.mkdir(exist_ok=True)
+    out = out_dir / f"{info.slug}__{tag}.py"
+    if not out.exists() or out.read_text() != source:
+        out.write_text(source)
+    return _load_file(f"variant_{out.stem}", out)
+
+
 def load_target(day: int | str) -> ModuleType:
     """The module under test: the solution, the learner's exercise, or a file (COURSE_TARGET): a
     module, or a tests/wrong/ spec (the solution with one classic mistake, see materialise_mistake)."""

@@ -134,3 +134,16 @@ def test_bench_rechecks_each_row_at_its_own_tolerance():
     assert bench.version_rtol(day06, "optimized") is None  # checking's default for float32
     for n in (79, 80, 81, 82, 89):  # SDPA rows: the fp16 tolerance travels with day 78's contract
         assert bench.version_rtol(days.load_solution(n), "library") == day78.LIBRARY_RTOL, n
+
+
+def test_a_solution_loads_with_changed_constants():
+    """course.days.with_constants (tools/sweep.py): a fresh module whose kernels compile with the new
+    values, the derived constants following; the original module untouched; a name not assigned
+    exactly once is refused."""
+    original = days.load_solution(13)
+    variant = days.with_constants(13, COARSEN=2)
+    assert variant is not original and variant.COARSEN == 2 and original.COARSEN != 2
+    x = original.make_inputs(original.TEST_SIZES[-1], seed=3)
+    checking.assert_matches(variant.optimized(*x), original.reference(*x), name="optimized(COARSEN=2)")
+    with pytest.raises(ValueError, match="exactly 1"):
+        days.with_constants(13, NOT_A_CONSTANT=1)
