@@ -35,8 +35,8 @@ def results() -> str:
         for row in r["rows"]:
             rate = row["gbps"] if r["bound"] == "memory" else row["tflops"]
             wall = " (wall)" if row.get("clock") == "wall" else ""  # course.bench: the call waits on the GPU
-            lines.append(f"| {r['day'][3:5]} | {row['version']} | {row['ms'] * 1e3:,.1f} µs{wall} | {rate:,.0f} {unit} | "
-                         f"{row['pct_peak']:.0f} % of {r['peak_name']} | {row['speedup']:.2f}× |")
+            lines.append(f"| {r['day'][3:5]} | {row['version']} | {row['ms'] * 1e3:,.1f} µs{wall} | "
+                         f"{rate:,.0f} {unit} | {row['pct_peak']:.0f} % of {r['peak_name']} | {row['speedup']:.2f}× |")
     return "\n".join(lines)
 
 
