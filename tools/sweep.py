@@ -1,7 +1,8 @@
 """Time a day's optimized version over values of its module-level constants, on a GPU.
 
     python tools/sweep.py 10 PREFETCH=2,3,4,5 Z_CHUNK=32,64
-    python tools/sweep.py 9 ROWS_PER_THREAD=8,16,32 --version optimized --out results/h200/sweeps/day09.json
+    python tools/sweep.py 9 ROWS_PER_THREAD=8,16,32 --out results/h200/sweeps/day09.json
+    python tools/sweep.py 81 --n "(64, 32, 8, 128, 16, 4096, 'float16', False, 2048)"   # no knob: one size
 
 Every combination is a fresh copy of the solution with those constants rewritten
 (course.days.with_constants), timed by course.bench like `make bench` and re-checked against the
@@ -37,8 +38,9 @@ def parse_knob(text: str) -> tuple[str, list]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("day", type=int)
-    parser.add_argument("knobs", nargs="+", type=parse_knob, metavar="NAME=v1,v2")
+    parser.add_argument("knobs", nargs="*", type=parse_knob, metavar="NAME=v1,v2")
     parser.add_argument("--version", default="optimized")
+    parser.add_argument("--n", type=ast.literal_eval, help="the size, as a Python literal (default: BENCH_SIZES[0])")
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--out", type=Path, help="also write every row as JSON here")
     args = parser.parse_args(argv)
@@ -49,11 +51,11 @@ def main(argv: list[str]) -> int:
     rows, failed = [], 0
     for combo in itertools.product(*(values for _, values in args.knobs)):
         setting = dict(zip(names, combo))
-        label = " ".join(f"{k}={v!r}" for k, v in setting.items())
+        label = " ".join(f"{k}={v!r}" for k, v in setting.items()) or "as written"
         try:
-            variant = days.with_constants(args.day, **setting)
-            result = bench.run(args.day, versions=[args.version], with_library=False, repeats=args.repeats,
-                               target=variant)
+            variant = days.with_constants(args.day, **setting) if setting else days.load_solution(args.day)
+            result = bench.run(args.day, args.n, versions=[args.version], with_library=False,
+                               repeats=args.repeats, target=variant)
         except Exception as exc:  # a setting the kernel cannot take (too many registers, a bad shape)
             failed += 1
             print(f"{label:40s} FAILED: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}", flush=True)
