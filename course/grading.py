@@ -30,13 +30,21 @@ def seed_for(*parts) -> int:
 
 
 def stub_hint(func) -> str | None:
-    """The NotImplementedError hint if ``func`` (a kernel or host function) is still a stub."""
+    """The NotImplementedError hint if ``func`` (a kernel or host function) is still a stub, or is
+    built by a factory around one: a device function in its closure (day 07 hands a stub tap reader
+    to day 06's window_kernel) is checked the same way."""
     py_func = getattr(func, "py_func", func)
     try:
         source = inspect.getsource(py_func)
     except (OSError, TypeError):
         return None
     if "raise NotImplementedError" not in source:
+        for cell in getattr(py_func, "__closure__", None) or ():
+            inner = cell.cell_contents
+            if inner is not func and hasattr(inner, "py_func"):
+                hint = stub_hint(inner)
+                if hint:
+                    return hint
         return None
     start = source.find("NotImplementedError(")
     return " ".join(source[start + len("NotImplementedError("):].split(")")[0].replace('"', "").split())
