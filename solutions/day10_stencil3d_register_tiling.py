@@ -19,7 +19,8 @@ v2 optimized  each (32, 16) block marches along z through Z_CHUNK planes. Every 
 Napkin math: 8 bytes per point through DRAM and 10 FLOPs: 1.25 FLOP/byte, deep in the memory-bound
 region. A (512, 512, 512) grid moves 1.07 GB, ~0.26 ms at the H200's ~4.1 TB/s: ~16 SM clocks per
 warp of 32 outputs. Naive issues 7 loads per warp of outputs, and the L2 catches its z re-reads while a
-plane (1 MB) is far smaller than the 60 MB L2, so it is already within reach of the copy rate there;
+plane (1 MB) is far smaller than the 60 MB L2, so DRAM sees each input about once there (it still
+measures only 22 % of the copy rate: bound by its L1 and L2 requests, not by DRAM);
 with (2048, 2048) planes (16 MB each) the z neighbours fall out of L2 between uses and naive reads
 most inputs from DRAM two or three times. The marching kernel reads each input once at any size.
 Sixteen clocks on four schedulers are ~64 warp-instructions per warp of 32 outputs. The first march
