@@ -154,9 +154,14 @@ def materialise_mistake(spec_path: Path) -> Path:
             raise ValueError(f"{spec_path.name}: an edit matches {source.count(old)} places in "
                              f"{spec['SOLUTION']}.py (must be exactly 1): {old[:80]!r}")
         source = source.replace(old, new)
-    out_dir = Path(tempfile.gettempdir()) / "course_mistakes"
+    return _write_source("course_mistakes", spec_path.name, source)
+
+
+def _write_source(folder: str, name: str, source: str) -> Path:
+    """``source`` as a file in a temp folder (rewritten only when it changed), for loading as a module."""
+    out_dir = Path(tempfile.gettempdir()) / folder
     out_dir.mkdir(exist_ok=True)
-    out = out_dir / spec_path.name
+    out = out_dir / name
     if not out.exists() or out.read_text() != source:
         out.write_text(source)
     return out
@@ -181,11 +186,7 @@ def with_constants(day: int | str, **values) -> ModuleType:
         source = pattern.sub(lambda _m, line=line: line, source)
     tag = "_".join(f"{k}{v}" for k, v in values.items())
     tag = re.sub(r"[^A-Za-z0-9_]", "_", tag)
-    out_dir = Path(tempfile.gettempdir()) / "course_variants"
-    out_dir.mkdir(exist_ok=True)
-    out = out_dir / f"{info.slug}__{tag}.py"
-    if not out.exists() or out.read_text() != source:
-        out.write_text(source)
+    out = _write_source("course_variants", f"{info.slug}__{tag}.py", source)
     return _load_file(f"variant_{out.stem}", out)
 
 
