@@ -4,10 +4,14 @@ Rules: the shape and dtype must match; NaN where the reference has a number neve
 are poisoned with NaN, so NaN usually means "never written"); an all-zero output never passes when
 the reference is not all zero; otherwise each element must be within a relative tolerance of the
 reference, measured against the element (or, for elements near zero, against the output's scale:
-below ``floor`` times the largest reference magnitude, 1e-3 unless a day says otherwise).
+below ``floor`` times the largest reference magnitude, 1e-2 unless a day says otherwise).
 
-Why a floor: an output that is itself a near-cancelling sum (attention over thousands of tokens averages
-random values towards zero) carries the rounding of its largest terms, not of its own small magnitude.
+Why a floor: an output that is itself a near-cancelling sum (a 5x5 filter over random pixels, attention
+over thousands of tokens averaging random values towards zero) carries the rounding of its largest
+terms, not of its own small magnitude. With float32's 1e-4 and a floor of 1e-2, an element near zero
+may be off by 1e-6 of the output's scale: about eight units in the last place of the largest outputs,
+the rounding a few dozen fused multiply-adds in a different order leave. (A floor of 1e-3 allowed one
+unit, and a 5x5 filter's output missed it about once in a few hundred random images.)
 Days whose outputs are such averages set ``ERROR_FLOOR`` in their solution; the graders pass it here.
 """
 
@@ -51,7 +55,7 @@ def default_rtol(dtype) -> float:
     return RTOL.get(dtype.name, 0.0)
 
 
-FLOOR = 1e-3  # elements below this share of the output's scale are held to an absolute tolerance
+FLOOR = 1e-2  # elements below this share of the output's scale are held to an absolute tolerance
 
 
 def compare(got, expected, *, rtol: float | None = None, floor: float | None = None, name: str = "output",

@@ -46,6 +46,16 @@ class TestChecking:
         report = checking.compare(got, self.ref)
         assert not report.ok and "at 7: expected" in report.text
 
+    def test_near_zero_elements_get_rounding_room_of_the_outputs_scale(self):
+        # A near-cancelling element (a filter over random pixels) carries the rounding of the large terms:
+        # 8 units in the last place of the scale (1.0) pass; an error of 1e-4 of the scale does not.
+        ref = np.array([1.0, -0.75, 3e-4], dtype=np.float32)
+        got = ref.copy()
+        got[2] += np.float32(8 * 2.0 ** -23)
+        assert checking.compare(got, ref).ok
+        got[2] = ref[2] + np.float32(1e-4)
+        assert not checking.compare(got, ref).ok
+
     def test_shape_and_dtype_must_match(self):
         assert not checking.compare(self.ref[:-1], self.ref).ok
         assert not checking.compare(self.ref.astype(np.float64), self.ref).ok
