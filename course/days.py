@@ -168,7 +168,7 @@ def _write_source(folder: str, name: str, source: str) -> Path:
 
 
 def with_constants(day: int | str, **values) -> ModuleType:
-    """The day's solution with some module-level constants changed: ``with_constants(10, PREFETCH=3)``.
+    """The day's solution with some module-level constants changed: ``with_constants(10, Z_CHUNK=32)``.
 
     Numba compiles a kernel's globals as constants, so a block shape or an unroll depth cannot be
     changed on a loaded module: each assignment ``NAME = ...`` at the start of a line is rewritten

@@ -1,6 +1,6 @@
 """Time a day's optimized version over values of its module-level constants, on a GPU.
 
-    python tools/sweep.py 10 PREFETCH=2,3,4,5 Z_CHUNK=32,64
+    python tools/sweep.py 10 Z_CHUNK=16,32,64,128
     python tools/sweep.py 9 ROWS_PER_THREAD=8,16,32 --out results/h200/sweeps/day09.json
     python tools/sweep.py 81 --n "(64, 32, 8, 128, 16, 4096, 'float16', False, 2048)"   # no knob: one size
 
