@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 DAY ?=
 COURSE := $(PY) -m course
 
-.PHONY: setup run test check bench inspect progress list notebooks lint clean
+.PHONY: setup run test check bench inspect progress list notebooks exercises lint clean
 
 setup: $(STAMP)
 
@@ -32,8 +32,8 @@ check: setup          ## grade your exercise: make check DAY=6
 bench: setup          ## naive vs optimized: make bench DAY=6 [ARGS="--plot out.png --json out.json"]
 	@$(COURSE) bench $(DAY) $(ARGS)
 
-inspect: setup        ## what the compiler did: make inspect DAY=6
-	@$(COURSE) inspect $(DAY)
+inspect: setup        ## what the compiler did: make inspect DAY=6 [ARGS="--exercise --ptx"]
+	@$(COURSE) inspect $(DAY) $(ARGS)
 
 progress: setup       ## every day and your exercise's status
 	@$(COURSE) progress
@@ -43,6 +43,9 @@ list: setup
 
 notebooks: setup      ## execute every notebook headless (outputs are not saved)
 	@$(COURSE) notebooks
+
+exercises: setup      ## write every days/dayNN_*/exercise.py from its solution (ARGS=--check: fail on drift)
+	@$(COURSE) exercises $(ARGS)
 
 lint: setup
 	@$(PY) -m ruff check course solutions days tests tools

@@ -3,6 +3,9 @@
 1. For every day, run its grader with COURSE_TARGET=exercise: every test that runs must fail
    (a test that passes on an untouched exercise cannot tell a right kernel from a stub).
 2. For every tests/wrong/dayNN_*.py, run day NN's grader against it: at least one test must fail.
+3. For every tests/right/dayNN_*.py (a correct kernel written another way, as edits to the solution),
+   run day NN's grader against it: every test that runs must pass (a grader that pins the solution's
+   exact instructions would reject it).
 
 Exit status 1 if either proof fails.
 """
@@ -51,12 +54,14 @@ def main() -> int:
     bad = 0
     graded = [info for info in days.all_days() if info.test_path.exists()]
     wrongs = sorted((ROOT / "tests" / "wrong").glob("day[0-9][0-9]_*.py"))
+    rights = sorted((ROOT / "tests" / "right").glob("day[0-9][0-9]_*.py"))
+    test_of = lambda spec: days.find(int(re.match(r"day(\d\d)_", spec.name).group(1))).test_path  # noqa: E731
     # Each grader run is its own pytest process: run as many at once as there are cores.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         exercise_runs = pool.map(lambda info: run_grader(info.test_path, "exercise"), graded)
-        wrong_runs = pool.map(lambda w: run_grader(
-            days.find(int(re.match(r"day(\d\d)_", w.name).group(1))).test_path, str(w), "-x"), wrongs)
-        exercise_runs, wrong_runs = list(exercise_runs), list(wrong_runs)
+        wrong_runs = pool.map(lambda w: run_grader(test_of(w), str(w), "-x"), wrongs)
+        right_runs = pool.map(lambda r: run_grader(test_of(r), str(r)), rights)
+        exercise_runs, wrong_runs, right_runs = list(exercise_runs), list(wrong_runs), list(right_runs)
     for info, outcomes in zip(graded, exercise_runs):
         ran = {k: v for k, v in outcomes.items() if v != "skipped"}
         passed = sorted(k for k, v in ran.items() if v == "passed")
@@ -79,6 +84,21 @@ def main() -> int:
         else:
             print(f"FAIL {wrong.name}: the day's grader accepts it ({mistake})")
             bad += 1
+    for right, outcomes in zip(rights, right_runs):
+        what = next((ln.split("RIGHT:", 1)[1].strip() for ln in right.read_text().splitlines()
+                     if "RIGHT:" in ln), "?")
+        ran = {k: v for k, v in outcomes.items() if v != "skipped"}
+        failed = sorted(k for k, v in ran.items() if v == "failed")
+        if not ran:
+            print(f"FAIL {right.name}: the day's grader ran no test against it")
+            bad += 1
+        elif failed:
+            print(f"FAIL {right.name}: {len(failed)} of {len(ran)} tests reject a correct kernel ({what}):")
+            for k in failed[:10]:
+                print(f"       {k}")
+            bad += 1
+        else:
+            print(f"ok   {right.name}: all {len(ran)} tests pass ({what})")
     print("grader proof:", "passed" if not bad else f"{bad} problem(s)")
     return 1 if bad else 0
 

@@ -7,6 +7,7 @@
     inspect N          registers, shared/local memory, spills, memory-space instructions
     run                the destination: the newest complete day end to end
     notebooks [N]      execute notebooks headless
+    exercises [N ...]  write days/dayNN_*/exercise.py from the solutions' markers (--check: exit 1 on drift)
 """
 
 from __future__ import annotations
@@ -296,6 +297,30 @@ def cmd_notebooks(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_exercises(args) -> int:
+    from course import exercises
+
+    try:
+        selected = [_day(d).number for d in args.days]
+        if args.check:
+            problems = exercises.check(selected)
+            for line in problems:
+                console.print(f"[red]drift[/]  {line}", markup=True)
+            if problems:
+                console.print(f"{len(problems)} exercise(s) differ from their solutions: run "
+                              "`make exercises` and commit the result")
+                return 1
+            console.print("every exercise is what its solution's markers make")
+            return 0
+        changed = exercises.write(selected)
+    except exercises.MarkerError as exc:
+        return _fail(str(exc))
+    for path in changed:
+        console.print(f"wrote {path.relative_to(days.ROOT)}")
+    console.print(f"{len(changed)} exercise(s) written, the rest already up to date")
+    return 0
+
+
 # ---- entry -------------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -324,6 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
     n = sub.add_parser("notebooks", help="execute notebooks headless")
     n.add_argument("day", nargs="?")
     n.set_defaults(fn=cmd_notebooks)
+    e = sub.add_parser("exercises", help="write each exercise from its solution's markers")
+    e.add_argument("days", nargs="*", help="day numbers (default: every day)")
+    e.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each exercise that differs")
+    e.set_defaults(fn=cmd_exercises)
     return p
 
 
@@ -332,5 +361,6 @@ def main(argv=None) -> int:
     if args.command in ("check", "bench", "inspect") and not args.day:
         return _fail(f"say which day: make {args.command} DAY=N (days: "
                      f"{', '.join(str(d.number) for d in days.all_days())})")
-    _banner()
+    if args.command != "exercises":
+        _banner()
     return args.fn(args)

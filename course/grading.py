@@ -12,8 +12,10 @@ with its hint, so the untouched exercise fails all of its day's tests, not only 
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
+import textwrap
 import zlib
 
 import numpy as np
@@ -46,8 +48,24 @@ def stub_hint(func) -> str | None:
                 if hint:
                     return hint
         return None
-    start = source.find("NotImplementedError(")
-    return " ".join(source[start + len("NotImplementedError("):].split(")")[0].replace('"', "").split())
+    return _raised_hint(source)
+
+
+def _raised_hint(source: str) -> str | None:
+    """The message of the first ``raise NotImplementedError("...")`` in a function's source, whole
+    (a hint may hold parentheses and run over several string pieces)."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return "not written yet"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) \
+                and getattr(node.exc.func, "id", None) == "NotImplementedError":
+            args = node.exc.args
+            if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+                return " ".join(args[0].value.split())
+            return "not written yet"
+    return None
 
 
 class Grader:

@@ -40,6 +40,12 @@ def traffic(a, b):
 
 @cuda.jit
 def add_naive_kernel(a, b, out):
+    """One thread per element: thread i writes out[i] = a[i] + b[i].
+
+    The grid has ceil(n / 256) blocks of 256 threads, so the last block may hang past the end
+    of the arrays: threads with i >= n must do nothing.
+    """
+    # EXERCISE: find this thread's index with cuda.grid(1), guard i < out.size, write out[i]
     i = cuda.grid(1)
     if i < out.size:  # the last block hangs past the end when n is not a multiple of 256
         out[i] = a[i] + b[i]
@@ -47,6 +53,11 @@ def add_naive_kernel(a, b, out):
 
 @cuda.jit
 def add_grid_stride_kernel(a, b, out):
+    """Grid-stride loop: the grid is smaller than n, so each thread starts at cuda.grid(1) and steps
+    by cuda.gridsize(1) until it passes the end, four elements a trip (i, i + stride, i + 2*stride,
+    i + 3*stride) with all eight loads issued before the four stores, then the tail one at a time.
+    """
+    # EXERCISE: from cuda.grid(1) in steps of 4 * cuda.gridsize(1): eight loads, four stores; then the tail
     n = out.size
     stride = cuda.gridsize(1)
     i = cuda.grid(1)
