@@ -9,6 +9,19 @@ COURSE := $(PY) -m course
 .PHONY: setup run test check bench inspect progress list notebooks exercises lint clean
 
 setup: $(STAMP)
+	@$(PY) -c "$$REPAIR_PTH"
+
+# A venv copied or moved with its clone (cp -r) still puts the old checkout on the path: point it here.
+define REPAIR_PTH
+import os, sysconfig
+pth = os.path.join(sysconfig.get_paths()['purelib'], 'gpu_course.pth')
+here = os.getcwd()
+old = open(pth).read().strip() if os.path.exists(pth) else None
+if old != here:
+    open(pth, 'w').write(here + '\n')
+    print(f'.venv pointed at {old}; it now points at {here}')
+endef
+export REPAIR_PTH
 
 # Create .venv, install requirements.txt once (the stamp changes when requirements.txt does), and put
 # the repository on the venv's path so `import course` works from notebooks/ and anywhere else.

@@ -113,32 +113,68 @@ def cmd_check(args) -> int:
 
 # ---- inspect -----------------------------------------------------------------------------------------
 
-def _compiler_table(module, title: str) -> Table:
+def _compiler_table(module, title: str, reports: dict | None = None) -> Table:
     from course import compiler
+    from course.grading import stub_hint
 
     table = Table("kernel", "regs", "smem B", "stack B", "spill st/ld", "ld/st.shared", "ld.const",
                   "ld/st.local", "shfl", "bar", "atom", "global ld", title=title)
-    for label, r in compiler.reports(module).items():
+    kernels = getattr(module, "KERNELS", {})
+    for label, r in (reports if reports is not None else compiler.reports(module)).items():
         c = r.count
-        table.add_row(label, str(r.registers), str(r.shared_bytes), str(r.stack_bytes),
-                      f"{r.spill_stores}/{r.spill_loads}", f"{c('ld.shared')}/{c('st.shared')}", str(c("ld.const")),
-                      f"{c('ld.local')}/{c('st.local')}", str(c("shfl.sync")), str(c("bar.sync")), str(c("atom")),
-                      str(c("ld.global") + c("ld (generic)")))
+        stub = label in kernels and stub_hint(kernels[label][0])
+        table.add_row(f"{label} [yellow](not written)[/]" if stub else label, str(r.registers), str(r.shared_bytes),
+                      str(r.stack_bytes), f"{r.spill_stores}/{r.spill_loads}", f"{c('ld.shared')}/{c('st.shared')}",
+                      str(c("ld.const")), f"{c('ld.local')}/{c('st.local')}", str(c("shfl.sync")), str(c("bar.sync")),
+                      str(c("atom")), str(c("ld.global") + c("ld (generic)")))
     return table
 
 
-def cmd_inspect(args) -> int:
-    info = _day(args.day)
-    module = days.load_target(info.number) if args.exercise else days.load_solution(info.number)
-    which = "exercise" if args.exercise else "solution"
-    console.print(_compiler_table(module, f"day {info.number:02d} {which}: PTX for sm_90 + nvJitLink report"))
-    if args.ptx:
-        from course import compiler
+def _module(info: days.DayInfo, exercise: bool):
+    """The learner's exercise (``--exercise``) or the solution: never whatever COURSE_TARGET says."""
+    return days.load_exercise(info.number) if exercise else days.load_solution(info.number)
 
-        for label, r in compiler.reports(module).items():
+
+def _which(info: days.DayInfo, exercise: bool) -> str:
+    return f"your days/{info.slug}/exercise.py" if exercise else f"solutions/{info.slug}.py"
+
+
+def cmd_inspect(args) -> int:
+    from course import compiler
+
+    info = _day(args.day)
+    module = _module(info, args.exercise)
+    reports = compiler.reports(module)
+    console.print(_compiler_table(module, f"day {info.number:02d}, {_which(info, args.exercise)}: "
+                                          "PTX for sm_90 + nvJitLink report", reports))
+    if args.ptx:
+        for label, r in reports.items():
             console.rule(label)
             console.print(r.ptx, markup=False)
     return 0
+
+
+def _compiler_files(args, info: days.DayInfo, module, reports: dict) -> None:
+    """Without a GPU, --json and --plot write the compiler's view instead of times (never nothing)."""
+    import dataclasses
+    import json
+
+    if args.json:
+        data = {"day": info.slug, "module": _which(info, args.exercise), "device": "none (compiler report only)",
+                "kernels": {k: {f.name: getattr(r, f.name) for f in dataclasses.fields(r) if f.name != "ptx"}
+                            for k, r in reports.items()}}
+        with open(args.json, "w") as fh:
+            json.dump(data, fh, indent=2)
+        console.print(f"wrote {args.json} (the compiler report: times need a GPU)")
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from course import plots
+
+        plots.compiler_chart(reports, args.plot, title=f"day {info.number:02d}: what the compiler did "
+                                                        f"({'your exercise' if args.exercise else 'solution'})")
+        console.print(f"wrote {args.plot} (the compiler report: times need a GPU)")
 
 
 # ---- bench -------------------------------------------------------------------------------------------
@@ -158,12 +194,18 @@ def _bench_table(result) -> Table:
 def cmd_bench(args) -> int:
     info = _day(args.day)
     if not course.ON_GPU:
+        from course import compiler
+
         console.print("[yellow]times need a CUDA GPU[/]: here is what is real on a CPU, the compiler's view "
                       "of each version (registers, on-chip memory, spills, memory-space instructions).")
         sol = days.load_solution(info.number)
-        console.print(_compiler_table(sol, f"day {info.number:02d}: {info.title}"))
+        module = _module(info, args.exercise)
+        reports = compiler.reports(module)
+        console.print(_compiler_table(module, f"day {info.number:02d}: {info.title} ({_which(info, args.exercise)})",
+                                      reports))
         n = sol.BENCH_SIZES[0]
         console.print(f"at the benchmark size n={n}: minimum traffic {_traffic_text(sol, n)}")
+        _compiler_files(args, info, module, reports)
         return 0
     from rich.progress import Progress
 
@@ -172,7 +214,7 @@ def cmd_bench(args) -> int:
     n = _parse_n(args.n) if args.n else None
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("benchmark", total=None)
-        result = bench.run(info.number, n, repeats=args.repeats,
+        result = bench.run(info.number, n, repeats=args.repeats, target=_module(info, args.exercise),
                            progress=lambda msg: progress.update(task, description=msg))
     console.print(_bench_table(result))
     if args.json:
@@ -337,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=int, default=30)
     b.add_argument("--plot", metavar="PNG")
     b.add_argument("--json", metavar="FILE")
+    b.add_argument("--exercise", action="store_true", help="time (or, without a GPU, inspect) your exercise")
     b.set_defaults(fn=cmd_bench)
     i = sub.add_parser("inspect", help="what the compiler did with each kernel")
     i.add_argument("day")

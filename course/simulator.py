@@ -492,10 +492,22 @@ def _thread_index(block, tid: int) -> str:
     return f"({tid % bx}, {tid // bx % by}, {tid // (bx * by)})"
 
 
+def _access_site() -> str:
+    """file:line of the kernel's own access: the first frame outside the simulator and numba."""
+    f = sys._getframe(1)
+    while f is not None:
+        path = f.f_code.co_filename
+        if path != __file__ and f"{os.sep}numba{os.sep}" not in path and f"{os.sep}numba_cuda{os.sep}" not in path:
+            return f"{os.path.basename(path)}:{f.f_lineno}"
+        f = f.f_back
+    return "?"
+
+
 def _race_error(arr, idx, kind: int, conflict, t) -> SharedMemoryRace:
     other_kind, u = conflict
     other = f"thread {_thread_index(t.block, u)}"
-    where = f"{arr._name} at index [{_fmt_index(idx)}]"
+    name = arr._name.replace(" (", " (declared at ", 1) if arr._name.endswith(")") else arr._name
+    where = f"{name} at index [{_fmt_index(idx)}] ({_access_site()})"
     doing = {_READ: "reads", _WRITE: "writes", _ATOMIC: "atomically updates"}[kind]
     if kind == _READ and other_kind == "write":
         what = f"which {other} wrote since the last barrier: the read may come before or after the write"

@@ -5,6 +5,7 @@ fires on a correct kernel.
 Simulator only: a GPU has none of these checks.
 """
 
+import re
 import threading
 
 import numpy as np
@@ -62,21 +63,30 @@ def test_missing_barrier_before_reading_a_neighbour(order, step):
         neighbour_without_barrier[2, TPB](x, np.zeros_like(x), step)
     msg = str(info.value)
     assert "kernel 'neighbour_without_barrier', block (0, 0, 0), thread (" in msg
-    assert "shared array 'tile' (test_simulator.py:" in msg
+    assert "shared array 'tile' (declared at test_simulator.py:" in msg
     assert "index [" in msg
     assert "cuda.syncthreads()" in msg
     # whichever access came second names the other thread: a writer/reader pair of neighbours
     assert ("wrote since the last barrier" in msg) or ("read since the last barrier" in msg)
 
 
-def test_race_message_names_both_threads_and_the_index():
+def _line_of(func, text: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(func.py_func)
+    return first + next(k for k, ln in enumerate(lines) if text in ln)
+
+
+def test_race_message_names_both_threads_the_index_and_the_access():
     x = data()
+    declared = _line_of(neighbour_without_barrier, "cuda.shared.array")
+    read, write = _line_of(neighbour_without_barrier, "= tile[j]"), _line_of(neighbour_without_barrier, "tile[t] =")
     with thread_order("forward"):  # t reads t-1 after t-1 wrote it: caught at the read
         with pytest.raises(SharedMemoryRace) as info:
             neighbour_without_barrier[2, TPB](x, np.zeros_like(x), -1)
     msg = str(info.value)
-    assert "thread (1, 0, 0) reads shared array 'tile'" in msg
-    assert "at index [0], which thread (0, 0, 0) wrote since the last barrier" in msg
+    assert f"thread (1, 0, 0) reads shared array 'tile' (declared at test_simulator.py:{declared})" in msg
+    assert f"at index [0] (test_simulator.py:{read}), which thread (0, 0, 0) wrote since the last barrier" in msg
     assert "add cuda.syncthreads() between the write and the read" in msg
     assert "cuda.syncwarp()" in msg  # the two are lanes of one warp
     with thread_order("reverse"):  # t-1 writes after t read it: caught at the write
@@ -84,7 +94,7 @@ def test_race_message_names_both_threads_and_the_index():
             neighbour_without_barrier[2, TPB](x, np.zeros_like(x), -1)
     msg = str(info.value)
     assert "thread (62, 0, 0) writes shared array 'tile'" in msg
-    assert "at index [62], which thread (63, 0, 0) read since the last barrier" in msg
+    assert f"at index [62] (test_simulator.py:{write}), which thread (63, 0, 0) read since the last barrier" in msg
 
 
 @cuda.jit
@@ -108,11 +118,11 @@ def test_write_after_read_race(order):
     msg = str(info.value)
     assert "shared array 'tile'" in msg and "block (0, 0, 0)" in msg
     if order == "forward":
-        assert "thread (1, 0, 0) writes shared array 'tile' (test_simulator.py:" in msg
-        assert "at index [1], which thread (0, 0, 0) read since the last barrier" in msg
+        assert "thread (1, 0, 0) writes shared array 'tile' (declared at test_simulator.py:" in msg
+        assert re.search(r"at index \[1\] \(test_simulator.py:\d+\), which thread \(0, 0, 0\) read since the last", msg)
     else:
-        assert "thread (62, 0, 0) reads shared array 'tile' (test_simulator.py:" in msg
-        assert "at index [63], which thread (63, 0, 0) wrote since the last barrier" in msg
+        assert "thread (62, 0, 0) reads shared array 'tile' (declared at test_simulator.py:" in msg
+        assert re.search(r"at index \[63\] \(test_simulator.py:\d+\), which thread \(63, 0, 0\) wrote since the", msg)
 
 
 @cuda.jit
@@ -182,7 +192,8 @@ def dynamic_shared_race(x, out):
 
 def test_race_on_dynamic_shared_memory(order):
     x = data(32)
-    with pytest.raises(SharedMemoryRace, match=r"dynamic shared array 'buf' \(test_simulator.py:\d+\)"):
+    declared = r"\(declared at test_simulator.py:\d+\) at index \[\d+\] \(test_simulator.py:\d+\)"
+    with pytest.raises(SharedMemoryRace, match=r"dynamic shared array 'buf' " + declared):
         dynamic_shared_race[1, 32, 0, 32 * 4](x, np.zeros_like(x))
 
 
