@@ -62,42 +62,83 @@ def cmd_list(args) -> int:
 
 
 STUB = 'raise NotImplementedError("Day'
+PROGRESS_CACHE = days.ROOT / ".course" / "progress.json"
 
 
-def _pristine_stub_count(path) -> int | None:
-    """Stubs in the exercise as the course shipped it: the file in the commit that added it."""
-    rel = str(path.relative_to(days.ROOT))
+def _graded_key(info: days.DayInfo) -> str:
+    """What a grade depends on: the exercise, the solution and the grader, by content."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in (info.exercise_path, info.solution_path, info.test_path):
+        h.update(path.read_bytes() if path.exists() else b"-")
+    return h.hexdigest()
+
+
+def _load_cache() -> dict:
+    import json
+
     try:
-        added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", rel], cwd=days.ROOT,
-                               capture_output=True, text=True, timeout=10).stdout.split()
-        if not added:
-            return None
-        text = subprocess.run(["git", "show", f"{added[-1]}:{rel}"], cwd=days.ROOT, capture_output=True,
-                              text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return text.count(STUB) or None
+        return json.loads(PROGRESS_CACHE.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
-def exercise_status(info: days.DayInfo) -> str:
-    """not started (every stub still there) / failing / passing (the day's grader on the exercise)."""
+def _save_cache(cache: dict) -> None:
+    import json
+
+    try:
+        PROGRESS_CACHE.parent.mkdir(exist_ok=True)
+        PROGRESS_CACHE.write_text(json.dumps(cache, indent=1, sort_keys=True))
+    except OSError:
+        pass  # a read-only checkout still shows progress, it only re-grades next time
+
+
+def exercise_status(info: days.DayInfo, cache: dict | None = None) -> str:
+    """not started (the exercise as generated) / in progress (k of m parts written) / failing /
+    passing. The grader runs only when the exercise, its solution or its grader changed since the
+    last recorded result (``cache``, keyed by content)."""
+    from course import exercises
+
     if not info.exercise_path.exists():
         return "no exercise"
-    now = info.exercise_path.read_text().count(STUB)
-    shipped = _pristine_stub_count(info.exercise_path)
-    if now and (shipped is None or now >= shipped):
-        return "not started" if shipped is not None else "failing (stubs left)"
-    return "passing" if _pytest(info, "exercise", "-x", quiet=True) == 0 else "failing"
+    text = info.exercise_path.read_text()
+    try:
+        pristine = exercises.expected(info)
+    except exercises.MarkerError:
+        pristine = None
+    if text == pristine:
+        return "not started"
+    parts = pristine.count(STUB) if pristine else 0
+    left = text.count(STUB)
+    if left:
+        return f"in progress ({max(parts - left, 0)} of {parts} parts written)" if parts else "in progress"
+    cache = cache if cache is not None else {}
+    key = _graded_key(info)
+    if cache.get(info.slug, {}).get("key") != key:
+        status = "passing" if _pytest(info, "exercise", "-x", quiet=True) == 0 else "failing"
+        cache[info.slug] = {"key": key, "status": status}
+    return cache[info.slug]["status"]
 
 
 def cmd_progress(args) -> int:
     table = Table("day", "topic", "memory space", "exercise")
     colours = {"passing": "green", "failing": "red", "not started": "dim"}
+    cache = _load_cache()
+    following = None
     for d in days.all_days():
-        status = exercise_status(d)
+        status = exercise_status(d, cache)
+        if following is None and status != "passing":
+            following = d
         table.add_row(f"{d.number:02d}", d.title, d.memory_space,
                       f"[{colours.get(status.split(' (')[0], 'yellow')}]{status}[/]")
+    _save_cache(cache)
     console.print(table)
+    if following is None:
+        console.print("every day passes: try `make run`")
+    else:
+        console.print(f"next: day {following.number:02d} ({following.title}): lessons/{following.slug}.md, "
+                      f"then make check DAY={following.number}")
     return 0
 
 

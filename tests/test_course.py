@@ -1,5 +1,6 @@
 """The lab bench itself: device choice, checking, input validation, day loading, the CLI's errors."""
 
+import os
 import subprocess
 import sys
 
@@ -119,6 +120,80 @@ def test_progress_sees_untouched_exercises_as_not_started():
     from course.cli import exercise_status
 
     assert exercise_status(days.find(1)) == "not started"
+
+
+def _copy_of_day(tmp_path, number):
+    """A day whose exercise is a temp file (its solution and grader are the real ones)."""
+    from types import SimpleNamespace
+
+    info = days.find(number)
+    exercise = tmp_path / "exercise.py"
+    exercise.write_text(info.exercise_path.read_text())
+    return SimpleNamespace(number=info.number, slug=info.slug, solution_path=info.solution_path,
+                           test_path=info.test_path, exercise_path=exercise)
+
+
+def test_progress_counts_the_parts_written_and_grades_only_what_changed(tmp_path, monkeypatch):
+    from course import cli
+
+    info = _copy_of_day(tmp_path, 1)
+    text = info.exercise_path.read_text()
+    stub = next(ln for ln in text.splitlines() if "Day 01: find this thread" in ln)
+    info.exercise_path.write_text(text.replace(stub, "    i = cuda.grid(1)\n    if i < out.size:\n"
+                                                     "        out[i] = a[i] + b[i]"))
+    assert cli.exercise_status(info) == "in progress (1 of 2 parts written)"
+
+    info.exercise_path.write_text(info.solution_path.read_text())  # every part written
+    graded = []
+    monkeypatch.setattr(cli, "_pytest", lambda *a, **k: graded.append(a) or 0)
+    cache = {}
+    assert cli.exercise_status(info, cache) == "passing" and len(graded) == 1
+    assert cli.exercise_status(info, cache) == "passing" and len(graded) == 1  # unchanged: not re-graded
+    info.exercise_path.write_text(info.exercise_path.read_text() + "\n# edited\n")
+    monkeypatch.setattr(cli, "_pytest", lambda *a, **k: graded.append(a) or 1)
+    assert cli.exercise_status(info, cache) == "failing" and len(graded) == 2
+
+
+def test_progress_names_the_next_day_and_is_fast_when_nothing_changed():
+    import time
+
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "course", "progress"], capture_output=True, text=True,
+                          cwd=days.ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "next: day " in proc.stdout
+    assert time.perf_counter() - start < 30  # generous for a loaded CI machine; ~1 s when idle
+
+
+def test_inspect_exercise_shows_the_learners_kernels_not_the_solutions():
+    proc = subprocess.run([sys.executable, "-m", "course", "inspect", "1", "--exercise"], capture_output=True,
+                          text=True, cwd=days.ROOT, env=dict(os.environ, COLUMNS="200"))
+    assert proc.returncode == 0, proc.stderr
+    assert "exercise.py" in proc.stdout and proc.stdout.count("(not written)") == 2
+    solution = subprocess.run([sys.executable, "-m", "course", "inspect", "1"], capture_output=True, text=True,
+                              cwd=days.ROOT, env=dict(os.environ, COLUMNS="200"))
+    assert "not written" not in solution.stdout and "solutions/day01_vector_add.py" in solution.stdout
+
+
+def test_bench_without_a_gpu_writes_the_compiler_report_for_json_and_plot(tmp_path):
+    import json
+
+    if course.ON_GPU:
+        pytest.skip("with a GPU, bench times the kernels (tests never time)")
+    out_json, out_png = tmp_path / "r.json", tmp_path / "r.png"
+    proc = subprocess.run([sys.executable, "-m", "course", "bench", "1", "--exercise", "--json", str(out_json),
+                           "--plot", str(out_png)], capture_output=True, text=True, cwd=days.ROOT)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out_json.read_text())
+    assert set(data["kernels"]) == {"naive", "optimized"} and "exercise.py" in data["module"]
+    assert out_png.stat().st_size > 1000
+
+
+def test_a_stub_hint_is_read_whole():
+    from course.grading import stub_hint
+
+    hint = stub_hint(days.load_exercise(1).add_naive_kernel)
+    assert hint.startswith("Day 01: find this thread's index with cuda.grid(1)") and hint.endswith("(3 lines)")
 
 
 def test_a_wrong_kernel_spec_materialises_as_the_solution_with_its_edits():
