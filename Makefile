@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum requirements.txt | cut -d' ' -f1)
 DAY ?=
+VERSION ?=
 COURSE := $(PY) -m course
 
 .PHONY: setup run test check bench inspect progress list notebooks exercises lint clean
@@ -39,8 +40,8 @@ run: setup            ## the destination: the serving engine on the paged KV cac
 test: setup           ## every day's reference solution against its grader
 	@$(PY) -m pytest -q -n auto --dist loadfile
 
-check: setup          ## grade your exercise: make check DAY=6
-	@$(COURSE) check $(DAY)
+check: setup          ## grade your exercise: make check DAY=6 [VERSION=naive]
+	@$(COURSE) check $(DAY) $(if $(VERSION),--version $(VERSION))
 
 bench: setup          ## naive vs optimized: make bench DAY=6 [ARGS="--plot out.png --json out.json"]
 	@$(COURSE) bench $(DAY) $(ARGS)

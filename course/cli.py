@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import course
@@ -144,12 +146,123 @@ def cmd_progress(args) -> int:
 
 # ---- check -------------------------------------------------------------------------------------------
 
+NOT_WRITTEN = re.compile(r"^(?:Failed: )?(?P<label>[\w.]+) is not written yet: (?P<hint>.*)$", re.S)
+
+
+def _graded_cases(xml_path) -> list[dict]:
+    """Per test of a junit report: id, outcome (passed / failed / skipped), message, text."""
+    import xml.etree.ElementTree as ET
+
+    cases = []
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        bad = case.find("failure")
+        if bad is None:
+            bad = case.find("error")
+        skipped = case.find("skipped")
+        if bad is not None:
+            outcome, node = "failed", bad
+        elif skipped is not None:
+            outcome, node = "skipped", skipped
+        else:
+            outcome, node = "passed", None
+        cases.append({"id": case.get("name"), "outcome": outcome,
+                      "message": (node.get("message") or "") if node is not None else "",
+                      "text": (node.text or "") if node is not None else ""})
+    return cases
+
+
+def _version_of(case_id: str, versions) -> str:
+    """The version a test grades: the first of its parameters, or a version named in the test's name."""
+    params = case_id.split("[", 1)[1].rstrip("]").split("-") if "[" in case_id else []
+    for v in versions:
+        if v in params or f"_{v}_" in f"_{case_id.split('[')[0]}_":
+            return v
+    return "all versions"
+
+
+def _learner_lines(text: str, slug: str) -> list[str]:
+    """The traceback lines that point into the learner's own file (none from course/ or libraries)."""
+    return [ln for ln in text.splitlines() if f"{slug}/exercise.py" in ln or "exercise.py:" in ln]
+
+
 def cmd_check(args) -> int:
+    import tempfile
+
     info = _day(args.day)
-    console.print(f"grading days/{info.slug}/exercise.py against {info.test_path.relative_to(days.ROOT)}")
-    code = _pytest(info, "exercise")
-    console.print("[green]passing[/]" if code == 0 else "[red]not passing yet[/] (the messages above say why)")
-    return 0 if code == 0 else 1
+    sol = days.load_solution(info.number)
+    versions = list(days.versions(sol))
+    if args.version and args.version not in versions:
+        return _fail(f"day {info.number:02d} has no version {args.version!r}: its versions are {', '.join(versions)}")
+    if args.target and not os.path.exists(args.target):
+        return _fail(f"no file {args.target}")
+    console.print(f"grading {args.target or f'days/{info.slug}/exercise.py'} against "
+                  f"{info.test_path.relative_to(days.ROOT)}"
+                  + (f", version {args.version} only" if args.version else ""))
+    with tempfile.TemporaryDirectory() as tmp:
+        xml = os.path.join(tmp, "report.xml")
+        extra = ["-k", args.version] if args.version else []
+        _pytest(info, args.target or "exercise", "--tb=short", "-rN", "--no-header", f"--junitxml={xml}", "-o",
+                "junit_family=xunit2", *extra, quiet=True)
+        if not os.path.exists(xml):
+            return _fail("the grader did not run (is the exercise importable? try: python "
+                         f"days/{info.slug}/exercise.py)")
+        cases = _graded_cases(xml)
+    if args.version:
+        cases = [c for c in cases if _version_of(c["id"], versions) == args.version]
+    rows: dict[str, dict] = {}
+    for c in cases:
+        row = rows.setdefault(_version_of(c["id"], versions), {"passed": 0, "total": 0, "skipped": 0,
+                                                                 "hint": None, "first": None})
+        if c["outcome"] == "skipped":
+            row["skipped"] += 1
+            row.setdefault("why", c["message"])
+            continue
+        row["total"] += 1
+        if c["outcome"] == "passed":
+            row["passed"] += 1
+            continue
+        stub = NOT_WRITTEN.match(c["message"].strip())
+        if stub:
+            row["hint"] = row["hint"] or escape(f"{stub['label']}: {stub['hint']}")
+            continue
+        if row["first"] is None:
+            row["first"] = escape(c["message"].splitlines()[0] if c["message"] else c["id"])
+        console.rule(c["id"], style="red")
+        message = c["message"].strip()
+        if not message or message == "collection failure":  # e.g. a syntax error: the file could not load
+            message = "\n".join(ln for ln in c["text"].strip().splitlines()[-8:]
+                                 if not any(k in ln for k in ("site-packages", "<frozen", "???")))
+            row["first"] = escape(message.splitlines()[-1]) if message else row["first"]
+        console.print(message, markup=False)
+        for line in _learner_lines(c["text"], info.slug):
+            console.print(f"  {line.strip()}", markup=False)
+    table = Table("version", "tests passed", "status", title=f"day {info.number:02d}: your exercise")
+    skipped = 0
+    shown: dict[str, str] = {}  # a hint is printed once, in the first row that waits for it
+    for version in [*versions, "all versions"]:
+        row = rows.get(version)
+        if not row:
+            continue
+        skipped += row["skipped"]
+        if not row["total"]:
+            continue
+        if row["passed"] == row["total"]:
+            status = "[green]passing[/]"
+        elif row["hint"] and row["hint"] in shown:
+            status = f"[yellow]waits for {shown[row['hint']]}[/] (not written)"
+        elif row["hint"]:
+            status = f"[yellow]not written[/]: {row['hint']}"
+            shown[row["hint"]] = version
+        else:
+            status = f"[red]failing[/]: {row['first']}"
+        table.add_row(version, f"{row['passed']} / {row['total']}", status)
+    console.print(table)
+    if skipped:
+        whys = {r.get("why", "") for r in rows.values() if r["skipped"]}
+        console.print(f"{skipped} test(s) skipped: {'; '.join(sorted(w for w in whys if w)) or 'see the grader'}")
+    ok = bool(cases) and all(c["outcome"] != "failed" for c in cases)
+    console.print("[green]passing[/]" if ok else "[red]not passing yet[/]")
+    return 0 if ok else 1
 
 
 # ---- inspect -----------------------------------------------------------------------------------------
@@ -413,6 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("progress", help="your exercise's status, per day").set_defaults(fn=cmd_progress)
     c = sub.add_parser("check", help="grade your exercise for a day")
     c.add_argument("day")
+    c.add_argument("--version", help="grade one version alone (e.g. naive)")
+    c.add_argument("--target", metavar="FILE", help="grade this file in place of days/dayNN_*/exercise.py")
     c.set_defaults(fn=cmd_check)
     b = sub.add_parser("bench", help="naive vs optimized")
     b.add_argument("day")

@@ -86,11 +86,11 @@ class Grader:
         for version in versions or self.versions:
             fn = getattr(self.target, version, None)
             if fn is None:
-                pytest.fail(f"{self.target.__name__} has no function {version!r}")
+                pytest.fail(f"{self.target.__name__} has no function {version!r}", pytrace=False)
             for label, (kernel, _sig) in {version: (fn, None), **self.kernels_of(version)}.items():
                 hint = stub_hint(kernel)
                 if hint:
-                    pytest.fail(f"{label} is not written yet: {hint}")
+                    pytest.fail(f"{label} is not written yet: {hint}", pytrace=False)
 
     def inputs(self, n, *parts):
         seed = seed_for(self.info.slug, n, *parts)

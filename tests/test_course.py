@@ -232,3 +232,26 @@ def test_a_solution_loads_with_changed_constants():
     checking.assert_matches(variant.optimized(*x), original.reference(*x), name="optimized(COARSEN=2)")
     with pytest.raises(ValueError, match="exactly 1"):
         days.with_constants(13, NOT_A_CONSTANT=1)
+
+
+def test_check_on_a_half_done_day_reports_each_version_once_without_tracebacks(tmp_path):
+    import re
+
+    text = days.find(1).exercise_path.read_text()
+    naive_stub = re.compile(r'    raise NotImplementedError\("Day 01: find this thread.*?\)"\)\n', re.S)
+    assert naive_stub.search(text)
+    half = tmp_path / "half.py"
+    half.write_text(naive_stub.sub("    i = cuda.grid(1)\n    if i < out.size:\n        out[i] = a[i] + b[i]\n",
+                                   text, count=1))
+    proc = subprocess.run([sys.executable, "-m", "course", "check", "1", "--target", str(half)], capture_output=True,
+                          text=True, cwd=days.ROOT, env=dict(os.environ, COLUMNS="250"))
+    out = proc.stdout
+    assert proc.returncode == 1
+    assert re.search(r"naive\s+│\s+(\d+) / \1\s+│ passing", out), out
+    assert re.search(r"optimized\s+│\s+0 / \d+\s+│ not written: optimized: Day 01: from cuda.grid\(1\)", out), out
+    assert re.search(r"the\s+(│\s+)*tail \(\d+ lines\)", out), out  # the whole hint, its line count too
+    assert out.count("Day 01: from cuda.grid(1)") == 1  # the hint once, not once per test
+    assert "Traceback" not in out and "course/grading.py" not in out
+    one = subprocess.run([sys.executable, "-m", "course", "check", "1", "--target", str(half), "--version", "naive"],
+                         capture_output=True, text=True, cwd=days.ROOT, env=dict(os.environ, COLUMNS="250"))
+    assert one.returncode == 0 and "optimized" not in one.stdout.split("your exercise", 1)[1], one.stdout
