@@ -58,6 +58,7 @@ class Result:
     peak_name: str
     peak_value: float  # GB/s or TFLOP/s
     rows: list[Row] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # row -> why it was not timed (a library not installed)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, default=str)
@@ -189,6 +190,11 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
     for i, name in enumerate(names, start=1):
         tick(f"[{i}/{steps - 1}] {name}")
         fn = sol.library if name == "library" else getattr(target, name)
+        if name == "library":
+            missing = library_missing(sol, dev_inputs)
+            if missing:
+                result.skipped[name] = missing
+                continue
         with launch.no_poison():
             ms, spread = timer.time(fn, *dev_inputs, repeats=repeats)
         clock = timer.clock
@@ -204,6 +210,16 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
     for row in result.rows:
         row.speedup = base / row.ms
     return result
+
+
+def library_missing(sol, inputs) -> str | None:
+    """Why the library row cannot run here (its package is not installed), or None: one try."""
+    try:
+        sol.library(*inputs)
+    except ModuleNotFoundError as exc:
+        return (f"needs {exc.name}, which is not installed: `.venv/bin/python -m pip install {exc.name}` "
+                "adds this row")
+    return None
 
 
 def version_rtol(sol, name: str) -> float | None:

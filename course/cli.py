@@ -371,6 +371,8 @@ def cmd_bench(args) -> int:
         result = bench.run(info.number, n, repeats=args.repeats, target=_module(info, args.exercise),
                            progress=lambda msg: progress.update(task, description=msg))
     console.print(_bench_table(result))
+    for name, why in result.skipped.items():
+        console.print(f"[yellow]{name} row skipped[/]: {escape(why)}")
     if args.json:
         bench.save_json(result, args.json)
         console.print(f"wrote {args.json}")

@@ -255,3 +255,16 @@ def test_check_on_a_half_done_day_reports_each_version_once_without_tracebacks(t
     one = subprocess.run([sys.executable, "-m", "course", "check", "1", "--target", str(half), "--version", "naive"],
                          capture_output=True, text=True, cwd=days.ROOT, env=dict(os.environ, COLUMNS="250"))
     assert one.returncode == 0 and "optimized" not in one.stdout.split("your exercise", 1)[1], one.stdout
+
+
+def test_a_library_row_whose_package_is_missing_is_skipped_with_the_command_that_adds_it():
+    from types import SimpleNamespace
+
+    from course import bench
+
+    def library(x):
+        import torch_not_installed_here  # noqa: F401
+
+    why = bench.library_missing(SimpleNamespace(library=library), (np.zeros(4),))
+    assert "torch_not_installed_here" in why and "pip install torch_not_installed_here" in why
+    assert bench.library_missing(SimpleNamespace(library=lambda x: x), (np.zeros(4),)) is None
