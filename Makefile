@@ -55,8 +55,8 @@ progress: setup       ## every day and your exercise's status
 list: setup
 	@$(COURSE) list
 
-notebooks: setup      ## execute every notebook headless (outputs are not saved)
-	@$(COURSE) notebooks
+notebooks: setup      ## execute every notebook headless (outputs are not saved); DAY=8 runs one
+	@$(COURSE) notebooks $(DAY)
 
 exercises: setup      ## write every days/dayNN_*/exercise.py from its solution (ARGS=--check: fail on drift)
 	@$(COURSE) exercises $(ARGS)
