@@ -68,6 +68,35 @@ class KernelReport:
     def uses_local_memory(self) -> bool:
         return self.stack_bytes > 0 or self.count("ld.local") + self.count("st.local") > 0
 
+    @property
+    def loads_in_flight(self) -> int:
+        """The most global loads one straight-line stretch of the PTX issues with no store between
+        them (see :func:`loads_in_flight`)."""
+        return loads_in_flight(self.ptx)
+
+
+_LOAD = re.compile(r"^(?:@!?%\w+\s+)?ld\.(?!shared|const|local|param)")  # global, or Numba's generic ld
+_STORE = re.compile(r"^(?:@!?%\w+\s+)?st\.(?!shared|local|param)")
+_BLOCK_END = re.compile(r"^(?:\$\w+:|(?:@!?%\w+\s+)?(?:bra|ret))")
+
+
+def loads_in_flight(ptx: str) -> int:
+    """The most global loads one straight-line block of PTX issues with no store between them.
+
+    A loop that loads and stores one element at a time gives 1 even when the compiler unrolls it
+    (it cannot move a load above a store to an array that might alias it); loads written first and
+    stores after give one per load. Labels and branches end a block.
+    """
+    best = run = 0
+    for line in ptx.splitlines():
+        line = line.split("//")[0].strip()
+        if _LOAD.match(line):
+            run += 1
+            best = max(best, run)
+        elif _STORE.match(line) or _BLOCK_END.match(line):
+            run = 0
+    return best
+
 
 def count_instructions(ptx: str) -> dict[str, int]:
     lines = [ln.strip() for ln in ptx.splitlines()]

@@ -45,6 +45,12 @@ def traffic(x, bias):
 
 @cuda.jit
 def bias_add_rows_kernel(x, bias, out):
+    """One thread per row: thread r = cuda.grid(1) loops over every column c and writes
+    out[r, c] = x[r, c] + bias[c] (x and out are (rows, cols), bias is (cols,)).
+
+    The grid has ceil(rows / 128) blocks of 128 threads: threads with r >= rows must do nothing.
+    """
+    # EXERCISE: r = cuda.grid(1); guard r < rows; loop c over the columns writing out[r, c]
     r = cuda.grid(1)
     rows, cols = out.shape
     if r < rows:
@@ -56,6 +62,17 @@ def bias_add_rows_kernel(x, bias, out):
 
 @cuda.jit
 def bias_add_2d_kernel(x, bias, out):
+    """2D blocks of (32, 8) threads with x along the columns: ``c, r = cuda.grid(2)`` (x first), so
+    the 32 threads of a warp read 32 neighbouring floats of one row.
+
+    The grid is smaller than the matrix (about 16 blocks per SM: grid_2d), so loop: columns from c
+    in steps of cuda.gridsize(2)[0] and, for each column, rows from r in steps of cuda.gridsize(2)[1].
+    Load bias[c] once per column, not once per element. The loop conditions guard both axes.
+
+    Four rows per trip of the row loop (r, r + s, r + 2s, r + 3s with s the row step): the four loads
+    before the four stores, so they are in flight together; then the remaining rows one at a time.
+    """
+    # EXERCISE: c, r = cuda.grid(2); a column loop around a four-rows-a-trip row loop and its tail; bias[c] hoisted
     rows, cols = out.shape
     c0, r0 = cuda.grid(2)  # x (the fastest-varying thread index) walks the columns: coalesced
     step_c, step_r = cuda.gridsize(2)

@@ -66,6 +66,14 @@ def host_link_bytes(x, y, a, steps):
 
 @cuda.jit
 def saxpy_kernel(a, x, y, out):
+    """out[i] = a * x[i] + y[i] for every i, with a grid-stride loop (the grid is sized to the GPU,
+    not to n). `out` may be the same array as `y`: each element is read before the same thread
+    writes it, so updating in place is safe.
+
+    Four elements a trip (i, i + stride, i + 2*stride, i + 3*stride), all eight loads before the four
+    stores, then a tail loop one element at a time.
+    """
+    # EXERCISE: a grid-stride loop writing out[i] = a * x[i] + y[i], four elements a trip, then the tail
     n = out.size
     stride = cuda.gridsize(1)
     i = cuda.grid(1)
@@ -113,7 +121,19 @@ def naive(x, y, a, steps):
 
 
 def optimized(x, y, a, steps):
+    """The same result as naive, with the data resident on the device between steps.
+
+    - copy x and y to the device once (launch.to_device), allocate out with launch.empty;
+    - launch saxpy_kernel `steps` times with np.float32(a): the first reads d_y, the others read and
+      write out;
+    - NumPy inputs: return a NumPy result, copied back once with out.copy_to_host(result), where
+      result = np.empty_like(y); device inputs: return out (it stays on the device);
+    - page-lock the host arrays (x, y, result) while they are copied, with cuda.pinned(array) for
+      each (a contextlib.ExitStack holds several), so the copies run at the DMA rate.
+    Never write into the caller's y.
+    """
     _check(x, y, a, steps)
+    # EXERCISE: upload once, `steps` launches on device data, download once into a page-locked result
     a = np.float32(a)
     host = launch.on_host(x, y)
     result = np.empty_like(y) if host else None

@@ -45,6 +45,9 @@ def traffic(x, alpha):
 
 @cuda.jit
 def scale_naive_kernel(alpha, x, out):
+    """One thread per element: out[i] = alpha * x[i] for i = cuda.grid(1) < out.size (the grid has
+    ceil(n / 256) blocks of 256 threads, so the last block may hang past the end)."""
+    # EXERCISE: i = cuda.grid(1); guard i < out.size; write out[i]
     i = cuda.grid(1)
     if i < out.size:
         out[i] = alpha * x[i]
@@ -52,6 +55,9 @@ def scale_naive_kernel(alpha, x, out):
 
 @cuda.jit
 def scale_grid_stride_kernel(alpha, x, out):
+    """A grid-stride loop: the grid is sized to the GPU (8 blocks of 256 per SM), not to n, so start
+    at cuda.grid(1) and step by cuda.gridsize(1) while i < out.size, one element per trip."""
+    # EXERCISE: a while loop from cuda.grid(1) in steps of cuda.gridsize(1)
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < out.size:
@@ -61,6 +67,12 @@ def scale_grid_stride_kernel(alpha, x, out):
 
 @cuda.jit
 def scale_unrolled_kernel(alpha, x, out):
+    """The grid-stride loop, four elements per trip: load x[i], x[i + s], x[i + 2s], x[i + 3s] into
+    four locals first, then write the four results, then i += 4s (s = cuda.gridsize(1)). Keep going
+    while i + 3s < n; a second loop finishes the tail one element at a time. The grid is a quarter
+    of n's threads at most, so each thread makes several trips.
+    """
+    # EXERCISE: an unrolled grid-stride loop, four loads before four stores, then a tail loop
     n = out.size
     stride = cuda.gridsize(1)
     i = cuda.grid(1)

@@ -55,6 +55,9 @@ def traffic(aos, soa):
 
 @cuda.jit
 def energy_aos_kernel(aos, out):  # aos: (n, 8)
+    """Grid-stride over the particles: out[i] = HALF * aos[i, M] * (vx^2 + vy^2 + vz^2) with
+    vx = aos[i, VX] and so on. Use HALF, not 0.5 (a Python float makes the arithmetic float64)."""
+    # EXERCISE: a grid-stride loop reading aos[i, VX], aos[i, VY], aos[i, VZ], aos[i, M]
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < out.size:
@@ -69,6 +72,9 @@ def energy_aos_kernel(aos, out):  # aos: (n, 8)
 
 @cuda.jit
 def energy_soa_kernel(soa, out):  # soa: (8, n)
+    """The same loop reading the SoA rows: soa[VX, i], soa[VY, i], soa[VZ, i], soa[M, i] (field
+    first: neighbouring threads then read neighbouring floats)."""
+    # EXERCISE: the same grid-stride loop, indexing soa[field, i]
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < out.size:

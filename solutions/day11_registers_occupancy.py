@@ -10,6 +10,7 @@ v2 optimized  spend registers on loads in flight: all 64 values of the column ar
 Napkin math: 64 x 4 = 256 bytes read and 8 written per column, ~3 FLOPs a value: memory-bound.
 n = 2^22 columns reads 1.07 GB, ~0.26 ms at the H200's ~4.1 TB/s copy rate. Measured on an H200:
 naive 416 us (63 % of the copy rate), optimized 268 us (97 %): lower occupancy, more bytes in flight.
+`make inspect DAY=11` shows each kernel's registers; occupancy() says what they cost.
 """
 
 import math
@@ -41,7 +42,12 @@ def occupancy(registers: int, threads_per_block: int, shared_bytes: int = 0) -> 
 
     Registers are handed out per warp in units of 256 (so a thread's count rounds up to a multiple
     of 8); shared memory per block in units of 128 bytes, plus 1 KB the system keeps per block.
+    Each limit (threads, blocks, registers, and shared memory when shared_bytes > 0) allows some
+    number of blocks per SM; the smallest wins. Returns {"blocks_per_sm", "warps_per_sm",
+    "occupancy" (resident warps / 64), "limited_by" ("threads", "blocks", "registers" or
+    "shared memory")}; raises ValueError for threads_per_block outside 1..1024 or registers > 255.
     """
+    # EXERCISE: check the arguments; warps per block; registers per warp rounded up to 256; each limit; the min
     if not 1 <= threads_per_block <= 1024:
         raise ValueError(f"threads_per_block must be 1..1024, got {threads_per_block}")
     if registers > MAX_REGISTERS_PER_THREAD:
@@ -83,6 +89,12 @@ def traffic(x):
 
 @cuda.jit
 def stats_one_pass_kernel(x, out):
+    """Grid-stride over columns, keeping only three running values: with k = x[0, c] and
+    d = x[r, c] - k, s = sum of d and q = sum of d * d over the rows. Then m = s / rows,
+    mean = k + m and variance = q / rows - m * m (the shift by k avoids cancellation when the mean
+    is large). out[0, c] = mean, out[1, c] = variance.
+    """
+    # EXERCISE: grid-stride over columns, one loop over rows with shifted running sums s and q
     rows, cols = x.shape
     c = cuda.grid(1)
     stride = cuda.gridsize(1)
@@ -104,6 +116,12 @@ def stats_one_pass_kernel(x, out):
 
 @cuda.jit
 def stats_two_pass_kernel(x, out):
+    """Thread c owns column c (guard c < cols). Copy the ROWS values of the column into
+    cuda.local.array(ROWS, float32) with loops of constant trip count (so every index is known at
+    compile time and the array lives in registers), sum them for the mean, then sum the squared
+    deviations from that mean. out[0, c] = mean, out[1, c] = variance (divide by ROWS).
+    """
+    # EXERCISE: load the column into a local array, mean, then squared deviations from the kept values
     c = cuda.grid(1)
     if c >= x.shape[1]:
         return

@@ -15,6 +15,7 @@ samples. Measured on an H200: naive 12.1 ms; a network clamping all nine indices
 handling of possibly negative indices). The interior loop here is 53 SASS instructions a sample, 30
 of them FMNMX on the half-rate ALU pipe: ~19 clocks of ALU work per warp against DRAM's 16, so the
 network itself is the ceiling, at roughly 80 % of the copy rate.
+`make inspect DAY=12` shows the naive kernel's stack frame and the optimized kernel's none.
 """
 
 import numpy as np
@@ -55,6 +56,12 @@ def traffic(x):
 
 @cuda.jit
 def median_sort_kernel(x, out):
+    """Thread i writes out[i] = median of x[i-4 .. i+4], indices clamped to [0, n-1].
+
+    Copy the window into cuda.local.array(WIDTH, float32), insertion-sort it (a while loop that
+    shifts larger values right), and write the middle element. Guard i < n.
+    """
+    # EXERCISE: load the clamped window into a local array, insertion-sort it, write w[RADIUS]
     n = x.size
     i = cuda.grid(1)
     if i >= n:
@@ -86,8 +93,10 @@ def _sort3(a, b, c):
 
 @cuda.jit(device=True, inline=True)
 def _median9(v0, v1, v2, v3, v4, v5, v6, v7, v8):
-    """Median of nine named values with 30 min/max: sort each row of three, then the median is the
-    median of (largest row minimum, median of the row medians, smallest row maximum)."""
+    """Median of nine named values with 30 min/max: sort each row of three with _sort3, then the
+    median is the median of (largest row minimum, median of the row medians, smallest row maximum).
+    No array and no branch: every value has a fixed register."""
+    # EXERCISE: _sort3 each row of three; the median of (max of the minima, median of the medians, min of the maxima)
     l0, m0, h0 = _sort3(v0, v1, v2)
     l1, m1, h1 = _sort3(v3, v4, v5)
     l2, m2, h2 = _sort3(v6, v7, v8)
@@ -100,6 +109,15 @@ def _median9(v0, v1, v2, v3, v4, v5, v6, v7, v8):
 
 @cuda.jit
 def median_network_kernel(x, out):
+    """The same median as the naive kernel with no array at all: nine named values and _median9,
+    no run-time index anywhere, so the stack frame must be 0 bytes.
+
+    The loads: threads t < 2 * RADIUS each compute one edge sample (i = t, or n - 2 * RADIUS + t;
+    skip i outside 0..n-1) with indices clamped to [0, n - 1]. Then a grid-stride loop over an
+    unsigned j = uint64(t) while j + 2 * RADIUS < n writes out[j + RADIUS] from x[j .. j + 8] with no
+    clamping (write the offsets as uint64(k): a signed index costs a wrap-around check per load).
+    """
+    # EXERCISE: edge samples with clamped loads, then a grid-stride interior loop on an unsigned index
     n = x.size
     t = cuda.grid(1)
     # The 2 * RADIUS samples whose window hangs past an end (every sample when n <= 2 * RADIUS):

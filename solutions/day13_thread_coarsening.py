@@ -16,7 +16,7 @@ warp-instructions over the SM's 4 schedulers. Measured on an H200: naive 811 us 
 output in the PTX); coarsened with every row clamped 224 us (3.6x, 56 % of the copy rate, ~75 SASS
 instructions an output: the clamps and Numba's wrap-around checks on signed indices). The interior
 path here is ~22 SASS instructions an output (9 FFMA, 2 loads, 1 store, address adds): under the
-budget, so DRAM is the bound again.
+budget, so DRAM is the bound again. `make inspect DAY=13` counts the loads each kernel issues.
 """
 
 import numpy as np
@@ -63,6 +63,12 @@ def traffic(x, w):
 
 @cuda.jit
 def vfilter_naive_kernel(x, w, out):
+    """One output per thread: (c, r) = cuda.grid(2) (x is the column, so a warp reads a row).
+
+    Guard r < rows and c < cols; sum w[k] * x[src, c] over the TAPS taps, with
+    src = r + k - RADIUS clamped to [0, rows - 1].
+    """
+    # EXERCISE: cuda.grid(2), guard, a loop over the taps with a clamped row
     rows, cols = x.shape
     c, r = cuda.grid(2)
     if r >= rows or c >= cols:
@@ -76,6 +82,18 @@ def vfilter_naive_kernel(x, w, out):
 
 @cuda.jit
 def vfilter_coarse_kernel(x, w, out):
+    """COARSEN outputs per thread, rows r0 .. r0 + COARSEN - 1 with r0 = ty * COARSEN, (c, ty) = cuda.grid(2).
+    Threads with c >= cols or r0 >= rows do nothing.
+
+    Load the TAPS weights into cuda.local.array(TAPS, float32) and the WINDOW rows the outputs
+    need (r0 - RADIUS .. r0 + COARSEN + RADIUS - 1, clamped) into cuda.local.array(WINDOW, float32),
+    each exactly once. Then output i is sum_k wk[k] * win[i + k]; store it only if r0 + i < rows.
+    Use loops with constant trip counts only, so both arrays unroll into registers.
+    Interior tiles (RADIUS <= r0 and r0 + COARSEN + RADIUS <= rows: all but the edge tiles) skip
+    the clamps and the guard and index with unsigned integers (top = uint64(r0 - RADIUS),
+    x[top + uint64(j), uint64(c)]): a signed index costs a wrap-around check per access.
+    """
+    # EXERCISE: weights and the 16-row window loaded once, 8 outputs from registers; unclamped interior, clamped edges
     rows, cols = x.shape
     c, ty = cuda.grid(2)
     r0 = ty * COARSEN

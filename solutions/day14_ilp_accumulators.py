@@ -50,6 +50,12 @@ def traffic(x):
 
 @cuda.jit
 def colsum_one_acc_kernel(x, rows_per_chunk, partial):
+    """Column c = blockIdx.x * blockDim.x + threadIdx.x (guard c < cols), chunk k = blockIdx.y.
+
+    Sum x[r, c] for r in [k * rows_per_chunk, min((k + 1) * rows_per_chunk, rows)) into ONE
+    float32 accumulator and write partial[k, c].
+    """
+    # EXERCISE: column and chunk from the block, one accumulator over the chunk's rows
     rows, cols = x.shape
     c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     k = cuda.blockIdx.y
@@ -65,6 +71,13 @@ def colsum_one_acc_kernel(x, rows_per_chunk, partial):
 
 @cuda.jit
 def colsum_four_acc_kernel(x, rows_per_chunk, partial):
+    """The same partial sum with FOUR independent accumulators a0..a3.
+
+    While four rows remain, load x[r, c] .. x[r + 3, c] first, then add one into each accumulator;
+    finish the last 0-3 rows into a0; write (a0 + a1) + (a2 + a3). The four adds of a trip must not
+    feed each other: that is what lets them (and their loads) overlap.
+    """
+    # EXERCISE: four accumulators, four loads then four adds a trip, a tail loop, combine
     rows, cols = x.shape
     c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     k = cuda.blockIdx.y

@@ -33,7 +33,7 @@ def test_optimized_loads_less_per_output():
     per_naive = _loads(naive)
     per_opt = _loads(opt) / g.target.COARSEN
     assert per_naive >= 2 * g.solution.TAPS - 1, f"naive: expected ~{2 * g.solution.TAPS} loads, PTX has {per_naive}"
-    assert per_opt * 3 <= per_naive, (
+    assert per_opt * 2 <= per_naive, (
         f"optimized: {_loads(opt)} loads for {g.target.COARSEN} outputs = {per_opt:.1f} per output vs naive "
         f"{per_naive}: load each row and weight once into registers and reuse it")
 

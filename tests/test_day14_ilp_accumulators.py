@@ -55,10 +55,10 @@ def test_optimized_has_independent_add_chains():
     naive, opt = g.report("naive"), g.report("optimized")
     chains_naive, chains_opt = independent_add_chains(naive.ptx), independent_add_chains(opt.ptx)
     assert chains_naive == 1, f"naive should be one dependent chain of adds, found {chains_naive} independent"
-    assert chains_opt >= g.solution.ACCUMULATORS, (
-        f"optimized: {chains_opt} independent add chain(s) in any block of the PTX; keep "
-        f"{g.solution.ACCUMULATORS} accumulators and add a different row into each")
-    assert not opt.uses_local_memory and opt.registers >= naive.registers
+    assert chains_opt >= 2, (
+        f"optimized: {chains_opt} independent add chain(s) in any block of the PTX; keep several "
+        "accumulators and add a different row into each")
+    assert not opt.uses_local_memory, f"optimized: {opt.stack_bytes} bytes of stack: keep the accumulators in registers"
 
 
 @pytest.mark.gpu

@@ -1,16 +1,32 @@
 """Day 11 exercise: registers and occupancy -- per-column mean and variance of a (64, n) batch.
 
-Write the occupancy calculator and the two kernels; the host functions that launch them are given.
-Run `make inspect DAY=11` to see each kernel's registers, then ask your calculator what they cost.
-Grade with:  make check DAY=11
+v1 naive      the fewest registers: one pass with three running values (shifted sums of x - x[0]),
+              ~37 registers, 75 % occupancy, grid-stride over columns; but each thread has only the
+              few loads the compiler unrolls ahead in flight.
+v2 optimized  spend registers on loads in flight: all 64 values of the column are loaded up front into
+              registers (72 of them, 37.5 % occupancy) -- 64 independent loads per thread -- then the
+              mean and the squared deviations come from registers in two exact passes.
+
+Napkin math: 64 x 4 = 256 bytes read and 8 written per column, ~3 FLOPs a value: memory-bound.
+n = 2^22 columns reads 1.07 GB, ~0.26 ms at the H200's ~4.1 TB/s copy rate. Measured on an H200:
+naive 416 us (63 % of the copy rate), optimized 268 us (97 %): lower occupancy, more bytes in flight.
+`make inspect DAY=11` shows each kernel's registers; occupancy() says what they cost.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  occupancy              check the arguments; warps per block; registers per warp rounded up to 256; each limit; the
+                         min (19 lines)
+  stats_one_pass_kernel  grid-stride over columns, one loop over rows with shifted running sums s and q (15 lines)
+  stats_two_pass_kernel  load the column into a local array, mean, then squared deviations from the kept values (15
+                         lines)
+Everything else in this file is given. Grade with:  make check DAY=11
 """
 
-import math  # noqa: F401  (for your occupancy calculator)
+import math
 
 import numpy as np
 
 from course import cuda, launch  # first: course picks GPU or simulator before numba loads
-from numba import float32  # noqa: F401  (for your kernels)
+from numba import float32
 
 TITLE = "Registers and occupancy"
 MEMORY_SPACE = "register"
@@ -34,9 +50,13 @@ def occupancy(registers: int, threads_per_block: int, shared_bytes: int = 0) -> 
 
     Registers are handed out per warp in units of 256 (so a thread's count rounds up to a multiple
     of 8); shared memory per block in units of 128 bytes, plus 1 KB the system keeps per block.
+    Each limit (threads, blocks, registers, and shared memory when shared_bytes > 0) allows some
+    number of blocks per SM; the smallest wins. Returns {"blocks_per_sm", "warps_per_sm",
+    "occupancy" (resident warps / 64), "limited_by" ("threads", "blocks", "registers" or
+    "shared memory")}; raises ValueError for threads_per_block outside 1..1024 or registers > 255.
     """
-    raise NotImplementedError("Day 11: warps per block; registers per warp rounded up to 256; blocks "
-                              "allowed by threads, blocks, registers and shared memory; take the min (12 lines)")
+    raise NotImplementedError("Day 11: check the arguments; warps per block; registers per warp rounded up to 256; "
+                              "each limit; the min (19 lines)")
 
 
 def make_inputs(n: int, seed: int = 0):
@@ -59,13 +79,13 @@ def traffic(x):
 
 @cuda.jit
 def stats_one_pass_kernel(x, out):
-    """Grid-stride over columns. Keep only three running values: with k = x[0, c] and d = x[r, c] - k,
-    s = sum of d and q = sum of d * d over the rows. Then m = s / rows, mean = k + m and
-    variance = q / rows - m * m (the shift by k avoids cancellation when the mean is large).
-    out[0, c] = mean, out[1, c] = variance.
+    """Grid-stride over columns, keeping only three running values: with k = x[0, c] and
+    d = x[r, c] - k, s = sum of d and q = sum of d * d over the rows. Then m = s / rows,
+    mean = k + m and variance = q / rows - m * m (the shift by k avoids cancellation when the mean
+    is large). out[0, c] = mean, out[1, c] = variance.
     """
-    raise NotImplementedError("Day 11: grid-stride over columns, one loop over rows with shifted "
-                              "running sums s and q (15 lines)")
+    raise NotImplementedError("Day 11: grid-stride over columns, one loop over rows with shifted running sums s and q "
+                              "(15 lines)")
 
 
 @cuda.jit
@@ -75,8 +95,8 @@ def stats_two_pass_kernel(x, out):
     compile time and the array lives in registers), sum them for the mean, then sum the squared
     deviations from that mean. out[0, c] = mean, out[1, c] = variance (divide by ROWS).
     """
-    raise NotImplementedError("Day 11: load the column into a local array, mean, then squared "
-                              "deviations from the kept values (13 lines)")
+    raise NotImplementedError("Day 11: load the column into a local array, mean, then squared deviations from the kept "
+                              "values (15 lines)")
 
 
 _SIG = "void(float32[:, ::1], float32[:, ::1])"
