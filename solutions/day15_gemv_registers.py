@@ -52,6 +52,11 @@ def traffic(a, x):
 
 @cuda.jit
 def gemv_row_per_thread_kernel(a, x, y):  # a (rows, cols), x (cols,), y (rows,)
+    """One thread per row: thread r = cuda.grid(1) computes y[r] = sum_k a[r, k] * x[k].
+
+    The grid has ceil(rows / 256) blocks; threads with r >= rows do nothing. Accumulate in float32.
+    """
+    # EXERCISE: r = cuda.grid(1); guard r < a.shape[0]; loop over k accumulating a[r, k] * x[k]; store y[r]
     r = cuda.grid(1)
     if r < a.shape[0]:
         acc = float32(0.0)
@@ -64,6 +69,17 @@ def gemv_row_per_thread_kernel(a, x, y):  # a (rows, cols), x (cols,), y (rows,)
 
 @cuda.jit
 def gemv_warp_rows_kernel(a, x, y):  # a (rows, cols), x (cols,), y (rows,)
+    """A warp per ROWS_PER_WARP (4) consecutive rows, in a grid-stride loop over row groups.
+
+    lane = threadIdx.x % WARP; the warp's first row r0 = (cuda.grid(1) // WARP) * 4, stepping by
+    (cuda.gridsize(1) // WARP) * 4. For each group: lanes start at k = lane and step by WARP, so a
+    warp reads 32 consecutive floats of a row at once; load x[k] once and use it for all four rows
+    (four accumulators). Rows past the end: clamp with min(r, rows - 1) and do not store them.
+    Then combine the lanes with cuda.shfl_down_sync(FULL_MASK, acc, offset) for offset 16, 8, 4, 2, 1
+    (every lane must take part: keep the loop trip count the same for the whole warp) and let
+    lane 0 store y. No shared memory, no local arrays.
+    """
+    # EXERCISE: grid-stride over row groups; 4 accumulators over k = lane, lane + 32, ...; shuffle-reduce; lane 0 stores
     rows, cols = a.shape
     lane = cuda.threadIdx.x % WARP
     warp = cuda.grid(1) // WARP

@@ -78,6 +78,12 @@ def root(v):
 
 @cuda.jit
 def divergent_kernel(x, out):
+    """One thread per element: thread i (cuda.grid(1)) handles element i, guarded by i < x.size.
+
+    Even i: out[i] = smooth(x[i]); odd i: out[i] = root(x[i]). Lanes of one warp alternate between
+    the two paths, which is the point: this is the version whose warps diverge.
+    """
+    # EXERCISE: i = cuda.grid(1); guard i < x.size; branch on i % 2 and call smooth or root
     i = cuda.grid(1)
     if i < x.size:
         v = x[i]
@@ -91,6 +97,13 @@ def divergent_kernel(x, out):
 
 @cuda.jit
 def warp_uniform_kernel(x, out):
+    """The same work and the same grid, but no warp may hold lanes of both paths.
+
+    Give each warp elements of one parity: with t = cuda.grid(1), warp = t // WARP, lane = t % WARP,
+    let warp 2p take the even elements of the span [64p, 64p + 64) and warp 2p+1 the odd ones. Each
+    element must still be written exactly once; guard i < x.size.
+    """
+    # EXERCISE: parity = warp % 2; i = 2 * (WARP * (warp // 2) + lane) + parity; guard, then branch on parity
     t = cuda.grid(1)
     warp = t // WARP
     lane = t % WARP

@@ -4,7 +4,8 @@ Both versions share the load phase (each thread sums a strided slice of the row,
 flight); they differ only in how the block's 256 partial sums become one.
 
 v1 naive      a tree in shared memory: 256 -> 128 -> ... -> 1, a barrier after every halving
-              (eight barriers a row, and a shared-memory store and load per step).
+              (nine barriers a row with the one after the stores, and a shared-memory store and load
+              per step).
 v2 optimized  warp shuffles: each warp folds its 32 partials in registers with shfl_down_sync
               (five steps, no barrier), lane 0 of each warp writes one value to shared memory, and
               after a single barrier warp 0 folds those eight the same way.
@@ -76,6 +77,12 @@ def row_partial(x, r, t):
 
 @cuda.jit
 def sum_rows_shared_kernel(x, out):  # x (rows, cols), out (rows,)
+    """Block-stride over rows (r = blockIdx.x, then += gridDim.x). For each row: every thread stores
+    row_partial(x, r, t) into a shared array of THREADS floats, then halve: for s = 128, 64, ..., 1,
+    threads t < s add partial[t + s] into partial[t], with cuda.syncthreads() after every step
+    (and once before the first). Thread 0 writes out[r]. Every thread must reach every barrier.
+    """
+    # EXERCISE: a shared array of THREADS floats; store the partial; halve, a barrier after each step; thread 0 stores
     partial = cuda.shared.array(THREADS, float32)
     t = cuda.threadIdx.x
     r = cuda.blockIdx.x
@@ -98,8 +105,10 @@ def sum_rows_shared_kernel(x, out):  # x (rows, cols), out (rows,)
 
 @cuda.jit(device=True)
 def warp_sum(v):
-    """Sum over the 32 lanes of a warp; lane 0 ends with the total. Registers only: each step reads
-    the value of the lane `offset` above, so the tree halves without touching shared memory."""
+    """Sum of v over the 32 lanes of the warp; lane 0 must end with the total (other lanes: anything).
+    Use cuda.shfl_down_sync(FULL_MASK, v, offset) for offset 16, 8, 4, 2, 1. Registers only: each step
+    reads the value of the lane `offset` above, so the tree halves without touching shared memory."""
+    # EXERCISE: offset = 16; while offset > 0: v += cuda.shfl_down_sync(FULL_MASK, v, offset); offset //= 2
     offset = WARP // 2
     while offset > 0:
         v += cuda.shfl_down_sync(FULL_MASK, v, offset)
@@ -109,6 +118,14 @@ def warp_sum(v):
 
 @cuda.jit
 def sum_rows_shuffle_kernel(x, out):  # x (rows, cols), out (rows,)
+    """Same rows and partials as above, reduced with warp_sum: lane 0 of each warp stores its warp's
+    sum in a small shared array, one cuda.syncthreads(), then warp 0 reads those WARPS values (0 for
+    lanes >= WARPS), folds them with warp_sum, and lane 0 writes out[r].
+
+    Careful with the next row: a fast warp must not overwrite a slot warp 0 has not read yet. Either
+    a second barrier, or two sets of slots used on alternate rows, shape (2, WARPS).
+    """
+    # EXERCISE: warp_sum the partial; lane 0 -> shared slot; one barrier; warp 0 folds the slots
     # Two slots per warp, alternating by row: a fast warp may write the next row's partial while
     # warp 0 still reads this row's, and the second slot keeps them apart without a second barrier.
     warp_sums = cuda.shared.array((2, WARPS), float32)

@@ -1,10 +1,10 @@
-"""Day 18 (checkpoint): row L2 normalisation -- y[r, :] = x[r, :] / max(||x[r, :]||_2, 1e-12).
+"""Day 18: checkpoint, row L2 normalisation -- y[r, :] = x[r, :] / max(||x[r, :]||_2, 1e-12).
 
 The unit in one kernel: coalesced loads (days 13-15), sums in registers with independent
 accumulators (days 11-14), warp shuffles (day 17), one path per warp (day 16).
 
 v1 naive      two kernels: a thread per row sums its squares (neighbouring lanes a row apart:
-              uncoalesced), writes 1/norm to a scratch array; then a thread per element scales.
+              uncoalesced), writes 1/norm to a scratch array; then a block per row scales it.
               x is read twice from DRAM and the scratch array makes a round trip.
 v2 optimized  one kernel, a warp per row: the lanes load the row together (coalesced), each lane
               keeping its 32 values in registers with all 32 loads in flight; they fold their sums
@@ -66,6 +66,9 @@ def traffic(x):
 
 @cuda.jit
 def row_inv_norm_kernel(x, inv_norm):  # x (rows, cols), inv_norm (rows,)
+    """Thread r = cuda.grid(1) (guard r < rows) sums x[r, k]**2 over its row in float32 and stores
+    inv_norm[r] = 1 / max(math.sqrt(ss), EPS)."""
+    # EXERCISE: a thread per row: sum of squares, then 1 / max(sqrt, EPS)
     r = cuda.grid(1)
     if r < x.shape[0]:
         ss = float32(0.0)
@@ -78,6 +81,9 @@ def row_inv_norm_kernel(x, inv_norm):  # x (rows, cols), inv_norm (rows,)
 
 @cuda.jit
 def scale_rows_kernel(x, inv_norm, y):  # x, y (rows, cols), inv_norm (rows,)
+    """A block per row, striding over rows (r = blockIdx.x, += gridDim.x); the block's threads sweep
+    the row (k = threadIdx.x, += blockDim.x) writing y[r, k] = x[r, k] * inv_norm[r]."""
+    # EXERCISE: block-stride over rows, thread-stride over columns
     r = cuda.blockIdx.x
     while r < x.shape[0]:  # a block per row, striding over rows; the threads sweep the row: coalesced
         s = inv_norm[r]
@@ -90,7 +96,9 @@ def scale_rows_kernel(x, inv_norm, y):  # x, y (rows, cols), inv_norm (rows,)
 
 @cuda.jit(device=True, inline=True)
 def warp_allsum(v):
-    """Butterfly: after offsets 16, 8, 4, 2, 1 every lane holds the warp's total (no broadcast step)."""
+    """Sum of v over the 32 lanes of the warp, in every lane: a butterfly with
+    cuda.shfl_xor_sync(FULL_MASK, v, offset) for offsets 16, 8, 4, 2, 1 (no broadcast step)."""
+    # EXERCISE: the shfl_xor_sync butterfly, offsets 16 down to 1
     offset = WARP // 2
     while offset > 0:
         v += cuda.shfl_xor_sync(FULL_MASK, v, offset)
@@ -100,6 +108,20 @@ def warp_allsum(v):
 
 @cuda.jit
 def l2norm_warp_kernel(x, y):  # x, y (rows, cols)
+    """One fused kernel, a warp per row: r = cuda.grid(1) // WARP, stepping by cuda.gridsize(1) // WARP.
+
+    Rows of up to ROW_IN_REGISTERS floats (cols is the same for the whole grid: a uniform branch):
+    1. Keep the row in v = cuda.local.array(ROW_VALUES, float32). Every loop over v has the constant
+       trip count ROW_VALUES, so it unrolls and v lives in registers. Take the row as a 1-D view
+       (xr = x[r]) and index it unsigned, k = uint64(lane) + uint64(j * WARP), compared with
+       uint64(cols): the loads share one address and uint64 < int64 would compare as float64.
+       Load v[j] = xr[k] (0 past the row), then sum the squares with two accumulators.
+    2. Fold the sum across the warp with warp_allsum: every lane ends with the total.
+    3. inv = 1 / max(math.sqrt(ss), EPS); store y[r, k] = v[j] * inv where k < cols.
+    Longer rows: sweep once summing squares (four loads in flight, two accumulators), fold, then
+    sweep again writing y = x * inv (the re-read mostly hits L1/L2). No shared memory.
+    """
+    # EXERCISE: warp per row; the row in registers; warp_allsum; scale and store; two sweeps for long rows
     rows, cols = x.shape
     lane = cuda.threadIdx.x % WARP
     r = cuda.grid(1) // WARP

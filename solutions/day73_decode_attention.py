@@ -1,7 +1,8 @@
 """Day 73: decode attention over a contiguous KV cache -- one new query token per sequence.
 
 out[s, h] = softmax(scale * q[s, h] . K[s, :ctx, g]) @ V[s, :ctx, g], with g = h // (num_heads //
-num_kv_heads) the KV head that query head h reads (GQA; MQA when num_kv_heads = 1).
+num_kv_heads) the KV head that query head h reads (GQA; MQA when num_kv_heads = 1). Rows of the
+cache past a sequence's context hold garbage (NaN in the tests): never let them in.
 
 v1 naive      a thread per (sequence, head), two passes over the tokens: 2048 threads, nothing coalesced.
 v2 optimized  a block per (sequence, head): 8-byte words, 8 lanes a token, 16-row trips, base-2 online softmax.
@@ -100,6 +101,11 @@ def traffic(query, key_cache, value_cache, context_lens, scale):
 @cuda.jit
 def decode_naive_kernel(query, key_cache, value_cache, context_lens, scale, out):
     # query, out: (num_seqs, num_heads, head_dim); caches: (num_seqs, max_len, num_kv_heads, head_dim)
+    """One thread per (sequence, head): i = s * num_heads + h; guard i. Pass 1 walks t < ctx computing
+    score = scale * q . K[s, t, g] and keeps the running max m and total = sum of exp(score - m),
+    rescaling total by exp(m_old - m_new) when the max grows. Pass 2 zeroes out[s, h, :] and adds
+    exp(score - m) / total * V[s, t, g, :] for every token."""
+    # EXERCISE: i -> s, h, g; pass 1: online max and sum of exp over tokens; pass 2: zero out[s, h], add p * V rows
     i = cuda.grid(1)
     heads = query.shape[1]
     if i >= query.shape[0] * heads:
@@ -181,6 +187,28 @@ def decode_kernel(head_dim: int, cache_dtype: str, num_warps: int = WARPS):
     @cuda.jit(fastmath=True)  # exp2 -> one ex2.approx instruction; the softmax is float32 anyway
     def decode_attention_kernel(query, key_words, value_words, context_lens, scale, num_kv_heads, max_len,
                                 out):
+        """One block of NW warps per (query head h = blockIdx.x, sequence seq = blockIdx.y).
+        1. Indices: warp, lane = tid // WARP, tid % WARP; grp = lane // G (the row of each trip this
+           lane's group takes); gl = lane % G (its words: gl, gl + G, ...); kv_head; ctx.
+           row_words = uint32(num_kv_heads * ROW_WORDS); base = uint64(seq) * uint64(max_len) *
+           uint64(row_words) + uint64(kv_head * ROW_WORDS + gl): word gl of row 0 of this KV head.
+        2. Registers: cuda.local.array for q, acc (VEC float32), s (TOK float32), kbuf, vbuf (KW uint64);
+           k = kbuf.view(elem), v = vbuf.view(elem). q[w * PW + j] = query[seq, h, (gl + G * w) * PW + j]
+           * scale (scale already carries log2 e), acc = 0; m = NO_LOGIT, l = float32(0.0).
+        3. for t0 in range(warp * TRIP, ctx, NW * TRIP): loads first -- for each u < TOK,
+           row = min(t0 + u * NG + grp, ctx - 1) (a dead row re-reads the last live one),
+           off = base + uint64(uint32(row)) * uint64(row_words), kbuf[u * WL + w] = key_words[off +
+           uint64(G * w)] (and vbuf). Then s[u] = sum over e < VEC of q[e] * float32(k[u * VEC + e]);
+           butterfly o = G // 2, ..., 1: s[u] += cuda.shfl_xor_sync(FULL_MASK, s[u], o). Dead rows
+           (t0 + u * NG + grp >= ctx) get s[u] = DEAD; m_new = max(m, s...); correction =
+           math.exp2(m - m_new); rescale l and acc; p = math.exp2(s[u] - m_new); l += p;
+           acc[e] += p * float32(v[u * VEC + e]); m = m_new.
+        4. Fold the NG groups: for o = G, 2G, ... < WARP, shuffle m, l and every acc[e] with xor o and
+           combine the two partial softmaxes (each side scaled by exp2(its max - the larger max)).
+        5. sm_acc (NW, HEAD_DIM), sm_m, sm_l (NW) in shared memory: group 0's lanes write their columns
+           of acc, lane 0 writes m and l; cuda.syncthreads(); then for d in range(tid, HEAD_DIM, NW * WARP)
+           merge the warps the same way and write out[seq, h, d] = o_d / total."""
+        # EXERCISE: 16-row trips: loads, dots, G-lane shuffles, base-2 online softmax; fold groups; merge warps
         # grid (num_heads, num_seqs): the query heads sharing a KV head are neighbouring blocks,
         # resident together, so the L2 serves their repeated reads of that head's rows.
         h = cuda.blockIdx.x

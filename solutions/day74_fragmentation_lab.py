@@ -167,6 +167,7 @@ def first_fit(free_segments: list, size: int):
     Returns the start of the carved range, or None when no single segment is large enough (even if
     the segments together are: that shortfall is external fragmentation).
     """
+    # EXERCISE: the first segment with length >= size: take size slots from its front, return the old start; else None
     for seg in free_segments:
         if seg[1] >= size:
             start = seg[0]
@@ -177,7 +178,11 @@ def first_fit(free_segments: list, size: int):
 
 
 def release(free_segments: list, start: int, length: int) -> list:
-    """Return [start, start + length) to the free list, merging it with free neighbours."""
+    """Return [start, start + length) to the free list, merging it with free neighbours.
+
+    Returns the new list: sorted by start, no empty segments, no two segments that touch.
+    """
+    # EXERCISE: add [start, length], sort by start, merge where one ends where the next begins; drop empty ones
     segments = sorted([s for s in free_segments if s[1] > 0] + [[start, length]])
     merged = [segments[0]]
     for seg_start, seg_length in segments[1:]:
@@ -225,6 +230,9 @@ def traffic(new_kv, kv_cache, seq_lens):
 @cuda.jit
 def append_naive_kernel(new_kv, kv_cache, seq_lens):
     # new_kv: (2, num_seqs, T, heads, head_dim); kv_cache: (2, num_seqs, max_len, heads, head_dim)
+    """One thread per (K or V, sequence, new token, head): i = ((kv * num_seqs + s) * T + t) * heads + h.
+    Guard i, then copy the head's head_dim elements to kv_cache[kv, s, seq_lens[s] + t, h, :] in a loop."""
+    # EXERCISE: split i into kv, s, t, h; guard; row = seq_lens[s] + t; loop d over head_dim copying the head
     i = cuda.grid(1)
     seqs, new, heads = new_kv.shape[1], new_kv.shape[2], new_kv.shape[3]
     if i >= 2 * seqs * new * heads:
@@ -243,8 +251,12 @@ def append_naive_kernel(new_kv, kv_cache, seq_lens):
 @cuda.jit
 def append_kernel(new_words, cache_words, seq_lens, row_words):
     # new_words: (2, num_seqs, T * row_words); cache_words: (2, num_seqs, max_len * row_words)
-    # grid: (chunks, num_seqs, 2). Sequence s's new tokens are one run of T * row_words words that
-    # starts at word seq_lens[s] * row_words of its cache row: a plain, coalesced copy.
+    """Grid (chunks, num_seqs, 2): s = blockIdx.y, kv = blockIdx.z. Sequence s's T new rows are one run
+    of new_words.shape[2] words; in the cache the run starts at word seq_lens[s] * row_words: a plain,
+    coalesced copy. Block x covers words x * 4 * blockDim.x onwards: thread w = that + threadIdx.x
+    handles w, w + blockDim.x, w + 2 * blockDim.x and w + 3 * blockDim.x, each only if it is < the run
+    length. Stretch: in a full chunk, issue the four loads before the four stores."""
+    # EXERCISE: start = seq_lens[s] * row_words; this chunk's words, 4 a thread, to cache_words[kv, s, start + w]
     s = cuda.blockIdx.y
     kv = cuda.blockIdx.z
     run = new_words.shape[2]

@@ -70,6 +70,8 @@ class LinearScanAllocator:
         return self._used.count(False)  # O(num_blocks) as well
 
     def allocate(self) -> int:
+        """The lowest free block id, now marked used; NoFreeBlockError when every block is in use."""
+        # EXERCISE: scan self._used for the first False, mark it, return its index; NoFreeBlockError if none
         for block, used in enumerate(self._used):
             if not used:
                 self._used[block] = True
@@ -77,6 +79,8 @@ class LinearScanAllocator:
         raise NoFreeBlockError(f"all {self.num_blocks} blocks are in use")
 
     def free(self, block: int) -> None:
+        """Mark ``block`` free again; ValueError for an id outside the pool or a block already free."""
+        # EXERCISE: reject ids out of range or already free with ValueError, then clear the flag
         if not 0 <= block < self.num_blocks:
             raise ValueError(f"block {block} is outside 0..{self.num_blocks - 1}")
         if not self._used[block]:
@@ -108,6 +112,8 @@ class BlockAllocator:
         return self._ref_counts[block]
 
     def allocate(self) -> int:
+        """A free block with reference count 1, off the top of the stack; NoFreeBlockError when none."""
+        # EXERCISE: pop a block id from self._free, set its ref count to 1; NoFreeBlockError when the stack is empty
         if not self._free:
             raise NoFreeBlockError(f"all {self.num_blocks} blocks are in use")
         block = self._free.pop()
@@ -115,12 +121,17 @@ class BlockAllocator:
         return block
 
     def incref(self, block: int) -> None:
+        """One more owner of an allocated block; ValueError for a bad id or a free block."""
+        # EXERCISE: self._check the id, ValueError if its count is 0, else add one
         self._check(block)
         if self._ref_counts[block] == 0:
             raise ValueError(f"block {block} is free: allocate it before sharing it")
         self._ref_counts[block] += 1
 
     def free(self, block: int) -> None:
+        """One owner fewer; the block goes back on the stack when its count reaches 0. ValueError for a
+        bad id or a double free (count already 0)."""
+        # EXERCISE: self._check, ValueError on a double free, decrement, push back on self._free at zero
         self._check(block)
         if self._ref_counts[block] == 0:
             raise ValueError(f"block {block} is already free (double free)")
@@ -173,6 +184,9 @@ def traffic(kv_cache, block_mapping):
 @cuda.jit
 def copy_blocks_naive_kernel(key_cache, value_cache, block_mapping):
     # key_cache, value_cache: (num_blocks, block_size, num_kv_heads, head_dim); block_mapping: (pairs, 2)
+    """One thread per (pair, K or V): thread i handles pair i // 2 of key_cache (i even) or value_cache
+    (i odd) and copies every element of page src into page dst. Guard i < 2 * pairs."""
+    # EXERCISE: thread i copies pair i // 2, K if i is even else V: guard, read src, dst; nested loops over the page
     i = cuda.grid(1)
     pairs = block_mapping.shape[0]
     if i >= 2 * pairs:
@@ -192,7 +206,12 @@ def copy_blocks_naive_kernel(key_cache, value_cache, block_mapping):
 @cuda.jit
 def copy_blocks_kernel(key_words, value_words, block_mapping):
     # key_words, value_words: (num_blocks, words_per_page) -- each page is one contiguous row.
-    # grid: (pairs, 2); blockIdx.y picks K or V.
+    """One CUDA block per (pair, K or V): grid (pairs, 2), pair = blockIdx.x, blockIdx.y picks K or V.
+    Pages are rows of machine words (num_blocks, words_per_page), so the copy is a strided loop: word
+    w = threadIdx.x, then w += blockDim.x, each thread copying cache[src, w] to cache[dst, w].
+    Consecutive threads touch consecutive words (coalesced). Stretch: issue four loads before their
+    four stores."""
+    # EXERCISE: pair = blockIdx.x, cache by blockIdx.y; threads stride over the page's words by blockDim.x
     pair = cuda.blockIdx.x
     cache = key_words if cuda.blockIdx.y == 0 else value_words
     # Uniform across the block: one load, served to every thread from the same cache line.

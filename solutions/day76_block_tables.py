@@ -69,7 +69,10 @@ class BlockManager:
         return self.blocks_for(num_tokens) <= self.num_free_blocks
 
     def allocate(self, seq_id, num_tokens: int) -> None:
-        """Pages for a new sequence's first ``num_tokens`` tokens (its prompt)."""
+        """Pages for a new sequence's first ``num_tokens`` tokens (its prompt): blocks_for(num_tokens)
+        pages from the allocator, in logical order. ValueError for a known seq_id or num_tokens < 0;
+        OutOfBlocksError, before any page is taken, when too few are free."""
+        # EXERCISE: ValueErrors first; OutOfBlocksError if blocks_for > free, before allocating; build the table
         if seq_id in self._tables:
             raise ValueError(f"sequence {seq_id!r} already has a block table")
         if num_tokens < 0:
@@ -82,7 +85,10 @@ class BlockManager:
         self._lens[seq_id] = num_tokens
 
     def append_slot(self, seq_id) -> int:
-        """Room for one more token; returns its slot (page * block_size + offset)."""
+        """Room for one more token; returns its slot (page * block_size + offset). A new page is taken
+        only when the last one is full; OutOfBlocksError (nothing changed) when none is free. KeyError
+        for an unknown sequence (self._table raises it)."""
+        # EXERCISE: pos = tokens stored; last page full: allocate one or raise; bump the length; return pos's slot
         table = self._table(seq_id)
         pos = self._lens[seq_id]
         if pos == len(table) * self.block_size:  # the last page is full: open a new one
@@ -93,6 +99,9 @@ class BlockManager:
         return table[pos // self.block_size] * self.block_size + pos % self.block_size
 
     def free(self, seq_id) -> None:
+        """Every page of the sequence back to the allocator, and the sequence forgotten (KeyError if
+        unknown)."""
+        # EXERCISE: free every page of the table through self.allocator, then forget the sequence
         table = self._table(seq_id)
         for block in reversed(table):  # the stack then hands the first page out first again
             self.allocator.free(block)
@@ -159,6 +168,9 @@ def traffic(kv_cache, block_table, context_len):
 @cuda.jit
 def gather_naive_kernel(cache, block_table, out):
     # cache: (2, num_blocks, block_size, row) with row = num_kv_heads * head_dim; out: (2, context_len, row)
+    """One thread per output element i of out (2, context_len, row): i = (kv * context_len + t) * row + e.
+    Guard i < out.size; read page block_table[t // block_size] and copy cache[kv, page, t % block_size, e]."""
+    # EXERCISE: split i into kv, token t, element e with // and -; guard; copy from the table's page
     i = cuda.grid(1)
     ctx, row = out.shape[1], out.shape[2]
     if i >= 2 * ctx * row:
@@ -176,8 +188,11 @@ def gather_naive_kernel(cache, block_table, out):
 @cuda.jit
 def gather_kernel(cache_words, block_table, out_words):
     # cache_words: (2, num_blocks, page_words); out_words: (2, context_len * row_words)
-    # grid: (pages, 2); blockIdx.y picks K or V. A page's tokens are contiguous in the cache and
-    # in the output, so the page is one straight run of words.
+    """One CUDA block per (logical page p = blockIdx.x, K or V = blockIdx.y): grid (pages, 2). Page p's
+    tokens are one contiguous run of words in the cache (cache_words[kv, block_table[p], :]) and in the
+    output (starting at p * page_words). The last page may be partly filled: copy only the words that
+    fit in out_words. Stretch: four loads before four stores."""
+    # EXERCISE: page = block_table[p]; copy min(page_words, what is left of the output), striding by blockDim.x
     p = cuda.blockIdx.x
     kv = cuda.blockIdx.y
     page = block_table[p]  # the same address for every thread: one load, broadcast

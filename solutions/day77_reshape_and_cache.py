@@ -97,6 +97,10 @@ def traffic(key, value, kv_cache, slot_mapping):
 @cuda.jit
 def reshape_and_cache_naive_kernel(key, value, key_cache, value_cache, slot_mapping):
     # key, value: (num_tokens, row); key_cache, value_cache: (num_blocks, block_size, row)
+    """One thread per element of key: i = t * row + e. Guard i < num_tokens * row, skip a negative slot,
+    split the slot into page = slot // block_size and offset = slot % block_size, and write
+    key[t, e] into key_cache[page, offset, e] and value[t, e] into value_cache[page, offset, e]."""
+    # EXERCISE: t, e from i with // and -; guard i and padding; page, offset from the slot by block_size; K and V
     i = cuda.grid(1)
     row = key.shape[1]
     if i >= key.shape[0] * row:
@@ -118,7 +122,11 @@ def reshape_and_cache_naive_kernel(key, value, key_cache, value_cache, slot_mapp
 @cuda.jit
 def reshape_and_cache_kernel(key_words, value_words, cache_words, slot_mapping):
     # key_words, value_words: (num_tokens, row_words); cache_words: (2, num_slots, row_words)
-    # One block per token. Seen as rows of slots, the cache needs no (page, offset) split.
+    """One CUDA block per token t = blockIdx.x. Seen as rows of slots, the cache needs no (page, offset)
+    split: token t's K row goes to cache_words[0, slot] and its V row to cache_words[1, slot], word by
+    word: w = threadIdx.x, then w += blockDim.x. A padding token (slot < 0) makes the whole block
+    return at once. Stretch: two words of K and two of V per trip, all four loads before the stores."""
+    # EXERCISE: read the slot once, return if negative; threads stride over the row's words writing K and V
     t = cuda.blockIdx.x
     slot = slot_mapping[t]  # one address for the whole block: a single broadcast load
     if slot < 0:

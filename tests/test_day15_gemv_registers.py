@@ -24,9 +24,9 @@ def test_optimized_grid_strides_over_rows():
 def test_optimized_reduces_in_registers():
     """v2: lanes share their partial sums through warp shuffles, with no local memory; v1 has none."""
     opt = g.report("optimized")
-    assert opt.count("shfl.sync") >= 5, (
-        f"optimized: {opt.count('shfl.sync')} shfl.sync in the PTX; the lanes of a warp should combine "
-        "their partial sums with cuda.shfl_down_sync (five steps: 16, 8, 4, 2, 1)")
+    assert opt.count("shfl.sync") > 0, (
+        "optimized: no shfl.sync in the PTX; the lanes of a warp should combine their partial sums "
+        "with warp shuffles (cuda.shfl_down_sync, offsets 16, 8, 4, 2, 1)")
     assert not opt.uses_local_memory, f"optimized: {opt.stack_bytes} bytes of stack (local memory)"
     naive = g.report("naive")
     assert naive.count("shfl.sync") == 0 and naive.count("ld.shared") == 0

@@ -22,19 +22,19 @@ def test_rows_outnumber_blocks():
 
 
 def test_optimized_reduces_with_shuffles():
-    """v2 folds each warp in registers (shfl.sync) and needs one barrier a row; v1 has no shuffles
-    and a barrier per halving."""
+    """v2 folds each warp in registers (shfl.sync) and needs a barrier or two a row, not one per
+    halving; v1 is the shared-memory tree: no shuffles, barriers between its steps."""
     opt = g.report("optimized")
-    assert opt.count("shfl.sync") >= 5, (
-        f"optimized: {opt.count('shfl.sync')} shfl.sync in the PTX; fold each warp with "
-        "cuda.shfl_down_sync(FULL_MASK, v, offset) for offset 16, 8, 4, 2, 1")
+    assert opt.count("shfl.sync") > 0, (
+        "optimized: no shfl.sync in the PTX; fold each warp in registers with warp shuffles "
+        "(cuda.shfl_down_sync(FULL_MASK, v, offset) for offset 16, 8, 4, 2, 1)")
     assert not opt.uses_local_memory, f"optimized: {opt.stack_bytes} bytes of stack (local memory)"
+    assert opt.count("bar.sync") <= 2, (
+        f"optimized: {opt.count('bar.sync')} barriers in the PTX; after the shuffles a row needs one "
+        "(two if the warps' slots are not alternated between rows)")
     naive = g.report("naive")
     assert naive.count("shfl.sync") == 0, "naive: the shared-memory tree should not use shuffles"
-    assert naive.count("ld.shared") > 0 and naive.count("st.shared") > 0
-    assert naive.count("bar.sync") > opt.count("bar.sync") >= 1, (
-        f"barriers in the PTX: naive {naive.count('bar.sync')}, optimized {opt.count('bar.sync')}: "
-        "the shuffle version should need fewer (one per row)")
+    assert naive.count("ld.shared") > 0 and naive.count("st.shared") > 0 and naive.count("bar.sync") > 0
 
 
 @pytest.mark.gpu

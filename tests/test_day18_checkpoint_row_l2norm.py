@@ -32,9 +32,9 @@ def test_optimized_is_one_fused_warp_kernel():
     kernels = g.kernels_of("optimized")
     assert list(kernels) == ["optimized"], f"optimized should be one fused kernel, found {list(kernels)}"
     rep = g.report("optimized")
-    assert rep.count("shfl.sync") >= 5, (
-        f"optimized: {rep.count('shfl.sync')} shfl.sync; fold the sum of squares across the warp "
-        "with cuda.shfl_xor_sync (offsets 16, 8, 4, 2, 1) so every lane gets the norm")
+    assert rep.count("shfl.sync") > 0, (
+        "optimized: no shfl.sync in the PTX; fold the sum of squares across the warp with warp "
+        "shuffles (cuda.shfl_xor_sync, offsets 16, 8, 4, 2, 1) so every lane gets the norm")
     assert not rep.uses_local_memory, f"optimized: {rep.stack_bytes} bytes of stack (local memory)"
     assert rep.spill_stores == rep.spill_loads == 0
     for label in g.kernels_of("naive"):

@@ -1,8 +1,25 @@
-"""Day 16 exercise: warp divergence -- out[i] = smooth(x[i]) for even i, root(x[i]) for odd i.
+"""Day 16 exercise: warp divergence -- even elements take one costly path, odd elements another.
 
-The two costly paths (smooth, root) and the host functions are given. Write the two kernels: first
-the plain one-element-per-thread version, then one whose branch is the same for every lane of a warp.
-Grade with:  make check DAY=16
+out[i] = smooth(x[i]) for even i, root(x[i]) for odd i, where smooth is 64 dependent multiply-adds
+(a leaky accumulator) and root is 64 Newton steps towards sqrt(1 + x^2) (a division each).
+
+v1 naive      thread i takes element i and branches on i's parity: every warp holds 16 even and
+              16 odd lanes, so it runs both paths one after the other with half its lanes masked off.
+v2 optimized  the same grid and the same branch, but the thread -> element map pairs warps: warp 2p
+              takes the 32 even elements of a 64-element span, warp 2p+1 the 32 odd ones. The branch
+              now depends on the warp, not the lane, so no warp runs more than one path.
+
+Napkin math: 8 bytes per element against ~130 (smooth) to ~1000 (root, IEEE division) instructions:
+compute-bound by two orders of magnitude. A divergent warp pays smooth + root for every element pair
+it holds; a uniform warp pays one of them, so v2 should run close to 2x faster than v1 (the root path
+dominates, so a little under). Memory traffic is the same in both: the stride-2 reads of one warp
+and its partner share cache lines, and L1/L2 merge them.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  divergent_kernel     i = cuda.grid(1); guard i < x.size; branch on i % 2 and call smooth or root (7 lines)
+  warp_uniform_kernel  parity = warp % 2; i = 2 * (WARP * (warp // 2) + lane) + parity; guard, then branch on parity
+                       (11 lines)
+Everything else in this file is given. Grade with:  make check DAY=16
 """
 
 import numpy as np
@@ -13,10 +30,37 @@ from numba import float32
 TITLE = "Warp divergence"
 MEMORY_SPACE = "register"
 VERSIONS = ("naive", "optimized")
+TEST_SIZES = (1, 31, 33, 255, 257, 1021, 2053)  # one thread, a warp -1 and +1, a block -1 and +1, primes
+BENCH_SIZES = (1 << 26,)
+BOUND = "compute"
 THREADS = 256  # a multiple of 64, so every warp pair lives in one block
 WARP = 32
 STEPS = 64
 DECAY = np.float32(0.9375)  # numpy scalars keep their float32 type inside kernels
+
+
+def make_inputs(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(n, dtype=np.float32),)
+
+
+def reference(x):
+    v = x.astype(np.float64)
+    smooth = np.zeros_like(v)
+    root = np.ones_like(v)
+    w = 1.0 + v * v
+    for _ in range(STEPS):
+        smooth = smooth * float(DECAY) + v
+        root = 0.5 * (root + w / root)
+    even = np.arange(x.size) % 2 == 0
+    return np.where(even, smooth, root).astype(np.float32)
+
+
+def traffic(x):
+    """(minimum bytes moved, FLOPs): 2 per smooth step (one FMA), 3 per Newton step."""
+    n_even = (x.size + 1) // 2
+    n_odd = x.size // 2
+    return 2 * x.size * x.itemsize, n_even * 2 * STEPS + n_odd * (3 * STEPS + 2)
 
 
 @cuda.jit(device=True)
@@ -45,8 +89,8 @@ def divergent_kernel(x, out):
     Even i: out[i] = smooth(x[i]); odd i: out[i] = root(x[i]). Lanes of one warp alternate between
     the two paths, which is the point: this is the version whose warps diverge.
     """
-    raise NotImplementedError("Day 16: i = cuda.grid(1); guard i < x.size; branch on i % 2 and call "
-                              "smooth or root (7 lines)")
+    raise NotImplementedError("Day 16: i = cuda.grid(1); guard i < x.size; branch on i % 2 and call smooth or root (7 "
+                              "lines)")
 
 
 @cuda.jit
@@ -57,8 +101,8 @@ def warp_uniform_kernel(x, out):
     let warp 2p take the even elements of the span [64p, 64p + 64) and warp 2p+1 the odd ones. Each
     element must still be written exactly once; guard i < x.size.
     """
-    raise NotImplementedError("Day 16: parity = warp % 2; i = 2 * (WARP * (warp // 2) + lane) + parity; "
-                              "guard, then branch on parity (11 lines)")
+    raise NotImplementedError("Day 16: parity = warp % 2; i = 2 * (WARP * (warp // 2) + lane) + parity; guard, then "
+                              "branch on parity (11 lines)")
 
 
 _SIG = "void(float32[::1], float32[::1])"

@@ -1,20 +1,44 @@
-"""Day 18 exercise (checkpoint): row L2 normalisation -- y[r, :] = x[r, :] / max(||x[r, :]||_2, EPS).
+"""Day 18 exercise: checkpoint, row L2 normalisation -- y[r, :] = x[r, :] / max(||x[r, :]||_2, 1e-12).
 
-The host functions are given. Write three kernels: the naive pair (a thread per row for the norm,
-then a scaling kernel) and the fused warp-per-row kernel that uses everything of this unit.
-Grade with:  make check DAY=18
+The unit in one kernel: coalesced loads (days 13-15), sums in registers with independent
+accumulators (days 11-14), warp shuffles (day 17), one path per warp (day 16).
+
+v1 naive      two kernels: a thread per row sums its squares (neighbouring lanes a row apart:
+              uncoalesced), writes 1/norm to a scratch array; then a block per row scales it.
+              x is read twice from DRAM and the scratch array makes a round trip.
+v2 optimized  one kernel, a warp per row: the lanes load the row together (coalesced), each lane
+              keeping its 32 values in registers with all 32 loads in flight; they fold their sums
+              of squares with a shfl_xor butterfly so every lane holds the norm, then scale the
+              registers and store. DRAM sees x once and y once. Rows longer than 1024 floats do not
+              fit: they are swept twice, the second sweep re-reading from L1/L2.
+
+Napkin math: 8 bytes per element (read x, write y), 3 FLOPs: memory-bound. 131072 x 1024 floats is
+512 MB each way: ~0.26 ms at the H200's ~4.1 TB/s copy rate. v1 moves at least 12 bytes per element
+(x twice, y once) and its first kernel reads uncoalesced.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  row_inv_norm_kernel  a thread per row: sum of squares, then 1 / max(sqrt, EPS) (7 lines)
+  scale_rows_kernel    block-stride over rows, thread-stride over columns (8 lines)
+  warp_allsum          the shfl_xor_sync butterfly, offsets 16 down to 1 (5 lines)
+  l2norm_warp_kernel   warp per row; the row in registers; warp_allsum; scale and store; two sweeps for long rows
+                       (53 lines)
+Everything else in this file is given. Grade with:  make check DAY=18
 """
 
-import math  # noqa: F401  (math.sqrt in your kernels)
+import math
 
 import numpy as np
 
 from course import cuda, launch
-from numba import float32, uint64  # noqa: F401  (for your accumulators and unsigned offsets)
+from numba import float32, uint64
 
 TITLE = "Checkpoint: fused row L2 normalisation"
 MEMORY_SPACE = "register"
 VERSIONS = ("naive", "optimized")
+# (rows, cols): one element; fewer columns than a warp; a warp +1; a prime; long rows; many rows.
+TEST_SIZES = ((1, 1), (3, 31), (7, 33), (5, 257), (2, 1031), (67, 40))
+BENCH_SIZES = ((131072, 1024),)  # 512 MB in, 512 MB out
+BOUND = "memory"
 THREADS = 256
 WARP = 32
 FULL_MASK = 0xFFFFFFFF
@@ -27,6 +51,25 @@ ROW_VALUES = 32
 ROW_IN_REGISTERS = ROW_VALUES * WARP
 FUSED_BLOCKS_PER_SM = 4
 EPS = np.float32(1e-12)  # as torch.nn.functional.normalize: a zero row stays zero
+
+
+def make_inputs(n, seed: int = 0):
+    rows, cols = n
+    rng = np.random.default_rng(seed)
+    # Rows of very different scales, so a norm taken from the wrong row shows.
+    scale = np.exp2(rng.integers(-4, 5, size=(rows, 1))).astype(np.float32)
+    return (rng.standard_normal((rows, cols), dtype=np.float32) * scale,)
+
+
+def reference(x):
+    v = x.astype(np.float64)
+    norm = np.sqrt((v * v).sum(axis=1, keepdims=True))
+    return (v / np.maximum(norm, float(EPS))).astype(np.float32)
+
+
+def traffic(x):
+    """(minimum bytes moved through device memory, FLOPs): x read once, y written once."""
+    return 2 * x.size * 4, 3 * x.size
 
 
 @cuda.jit
@@ -43,6 +86,13 @@ def scale_rows_kernel(x, inv_norm, y):  # x, y (rows, cols), inv_norm (rows,)
     raise NotImplementedError("Day 18: block-stride over rows, thread-stride over columns (8 lines)")
 
 
+@cuda.jit(device=True, inline=True)
+def warp_allsum(v):
+    """Sum of v over the 32 lanes of the warp, in every lane: a butterfly with
+    cuda.shfl_xor_sync(FULL_MASK, v, offset) for offsets 16, 8, 4, 2, 1 (no broadcast step)."""
+    raise NotImplementedError("Day 18: the shfl_xor_sync butterfly, offsets 16 down to 1 (5 lines)")
+
+
 @cuda.jit
 def l2norm_warp_kernel(x, y):  # x, y (rows, cols)
     """One fused kernel, a warp per row: r = cuda.grid(1) // WARP, stepping by cuda.gridsize(1) // WARP.
@@ -53,14 +103,13 @@ def l2norm_warp_kernel(x, y):  # x, y (rows, cols)
        (xr = x[r]) and index it unsigned, k = uint64(lane) + uint64(j * WARP), compared with
        uint64(cols): the loads share one address and uint64 < int64 would compare as float64.
        Load v[j] = xr[k] (0 past the row), then sum the squares with two accumulators.
-    2. Fold the sum across the warp with cuda.shfl_xor_sync(FULL_MASK, ss, offset), offsets 16..1:
-       every lane ends with the total, so no broadcast is needed.
+    2. Fold the sum across the warp with warp_allsum: every lane ends with the total.
     3. inv = 1 / max(math.sqrt(ss), EPS); store y[r, k] = v[j] * inv where k < cols.
     Longer rows: sweep once summing squares (four loads in flight, two accumulators), fold, then
     sweep again writing y = x * inv (the re-read mostly hits L1/L2). No shared memory.
     """
-    raise NotImplementedError("Day 18: warp per row; the row in registers; shfl_xor butterfly; scale "
-                              "and store; two sweeps for long rows (55 lines)")
+    raise NotImplementedError("Day 18: warp per row; the row in registers; warp_allsum; scale and store; two sweeps "
+                              "for long rows (53 lines)")
 
 
 _SIG_NORM = "void(float32[:, ::1], float32[::1])"
@@ -97,3 +146,12 @@ def optimized(x):
     fused_blocks = launch.grid_stride_blocks(x.shape[0] * WARP, THREADS, FUSED_BLOCKS_PER_SM)
     l2norm_warp_kernel[fused_blocks, THREADS](d_x, y)
     return launch.result(y, x)
+
+
+def library(x):
+    """The same job as CuPy expressions: a norm reduction, then a broadcast divide (two kernels)."""
+    import cupy
+
+    v = cupy.asarray(x)
+    norm = cupy.sqrt(cupy.sum(v * v, axis=1, keepdims=True))
+    return v / cupy.maximum(norm, EPS)

@@ -1,24 +1,46 @@
-"""Day 73 exercise: decode attention over a contiguous KV cache.
+"""Day 73 exercise: decode attention over a contiguous KV cache -- one new query token per sequence.
 
-out[s, h] = softmax(scale * q[s, h] . K[s, :ctx, g]) @ V[s, :ctx, g], g = h // (num_heads // num_kv_heads).
-Rows of the cache past a sequence's context hold garbage (NaN in the tests): never let them in.
-Write the naive kernel, then the optimized kernel inside its factory; the lane layout, the factory's
-constants, validation and the host functions are given.
-Grade with:  make check DAY=73
+out[s, h] = softmax(scale * q[s, h] . K[s, :ctx, g]) @ V[s, :ctx, g], with g = h // (num_heads //
+num_kv_heads) the KV head that query head h reads (GQA; MQA when num_kv_heads = 1). Rows of the
+cache past a sequence's context hold garbage (NaN in the tests): never let them in.
+
+v1 naive      a thread per (sequence, head), two passes over the tokens: 2048 threads, nothing coalesced.
+v2 optimized  a block per (sequence, head): 8-byte words, 8 lanes a token, 16-row trips, base-2 online softmax.
+
+Napkin math (bench: 64 sequences, 32 query heads over 8 KV heads, head_dim 128, context 4096, float16
+cache): K and V hold 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB; the FLOPs are 2 * 2 * 64 * 32 * 4096 *
+128 = 4.3 GFLOP. 4 FLOP per byte, while the H200 can do ~12 FP32 FLOP per byte it reads (51 TFLOP/s /
+4.1 TB/s): decode is memory-bound. Floor: 1.07 GB / 4.1 TB/s = 262 us. The issue budget is tight too:
+in 262 us, 64 * 32 * 4096 = 8.4 M (token, head) pairs against 132 SMs * 4 schedulers * 1.98 GHz = 1.05e12
+warp instructions a second: ~33 warp instructions per (token, head). A first design spent ~200; this one
+~40 PTX (its trip loop: 648 for 16 rows), more than half of them unpacking fp16 from the words.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  decode_naive_kernel                    i -> s, h, g; pass 1: online max and sum of exp over tokens; pass 2: zero
+                                         out[s, h], add p * V rows (28 lines)
+  decode_kernel.decode_attention_kernel  16-row trips: loads, dots, G-lane shuffles, base-2 online softmax; fold
+                                         groups; merge warps (91 lines)
+Everything else in this file is given. Grade with:  make check DAY=73
 """
 
 import functools
-import math  # noqa: F401  (math.exp and math.exp2, in the kernels you write)
+import math
 
 import numpy as np
 
 from course import DEVICE, cuda, launch
-from numba import float32, uint32, uint64  # noqa: F401  (uint32, uint64: the optimized kernel's offsets)
+from numba import float32, uint32, uint64
 
 TITLE = "Decode attention over a contiguous cache"
 MEMORY_SPACE = "shared + register"
 VERSIONS = ("naive", "optimized")
+# n = num_seqs, or (num_seqs, num_heads, num_kv_heads, head_dim, max_len, dtype).
+TEST_SIZES = (1, 3, (2, 4, 1, 32, 5, "float32"), (1, 2, 2, 96, 33, "float16"), (2, 2, 1, 128, 9, "float16"),
+              (1, 2, 1, 64, 20, "float32"))
+BENCH_SIZES = ((64, 32, 8, 128, 4096, "float16"),)
 BOUND = "memory"
+RTOL = 5e-4  # float32 sums of exp-weighted rows over thousands of tokens
+ERROR_FLOOR = 1e-2  # outputs average thousands of random rows towards zero (course.checking: the floor)
 WARP = 32
 # optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
 WARPS = 2 if DEVICE.kind == "sim" else 4
@@ -34,6 +56,53 @@ DEAD = NEG_INF  # the logit of a row past the context
 NO_LOGIT = np.float32(-1.0e30)  # the running max before any token: finite, far below any real logit
 
 
+def _geometry(n):
+    if isinstance(n, (tuple, list)):
+        seqs, heads, kv_heads, head_dim, max_len, dtype = n
+        return int(seqs), int(heads), int(kv_heads), int(head_dim), int(max_len), np.dtype(dtype)
+    return int(n), 4, 2, 32, 24, np.dtype(np.float16)
+
+
+def make_inputs(n, seed: int = 0):
+    """Random q, K, V; context lengths from 1 to max_len; every row past a context holds NaN."""
+    seqs, heads, kv_heads, head_dim, max_len, dtype = _geometry(n)
+    rng = np.random.default_rng(seed)
+    query = rng.standard_normal((seqs, heads, head_dim), dtype=np.float32)
+    key_cache = rng.standard_normal((seqs, max_len, kv_heads, head_dim)).astype(dtype)
+    value_cache = rng.standard_normal((seqs, max_len, kv_heads, head_dim)).astype(dtype)
+    context_lens = rng.integers(1, max_len + 1, size=seqs).astype(np.int32)
+    context_lens[0] = max_len
+    if seqs > 1:
+        context_lens[1] = 1
+    for s, ctx in enumerate(context_lens):  # unused rows: the result must not depend on them
+        key_cache[s, ctx:] = np.nan
+        value_cache[s, ctx:] = np.nan
+    return query, key_cache, value_cache, context_lens, 1.0 / math.sqrt(head_dim)
+
+
+def reference(query, key_cache, value_cache, context_lens, scale):
+    seqs, heads, head_dim = query.shape
+    group = heads // key_cache.shape[2]
+    out = np.empty((seqs, heads, head_dim), dtype=np.float32)
+    for s in range(seqs):
+        ctx = int(context_lens[s])
+        for h in range(heads):
+            k = key_cache[s, :ctx, h // group].astype(np.float64)  # (ctx, head_dim)
+            v = value_cache[s, :ctx, h // group].astype(np.float64)
+            scores = scale * (k @ query[s, h].astype(np.float64))
+            p = np.exp(scores - scores.max())
+            out[s, h] = (p / p.sum()) @ v
+    return out
+
+
+def traffic(query, key_cache, value_cache, context_lens, scale):
+    """K and V rows within each context, read once per KV head; q and out; 4 FLOP per (head, token, d)."""
+    row = key_cache.shape[2] * key_cache.shape[3] * key_cache.itemsize
+    tokens = int(np.asarray(context_lens, dtype=np.int64).sum())
+    nbytes = 2 * row * tokens + 2 * query.nbytes + context_lens.nbytes
+    return nbytes, 4 * query.shape[1] * query.shape[2] * tokens
+
+
 # --- v1 ---------------------------------------------------------------------------------------------------
 
 @cuda.jit
@@ -43,9 +112,8 @@ def decode_naive_kernel(query, key_cache, value_cache, context_lens, scale, out)
     score = scale * q . K[s, t, g] and keeps the running max m and total = sum of exp(score - m),
     rescaling total by exp(m_old - m_new) when the max grows. Pass 2 zeroes out[s, h, :] and adds
     exp(score - m) / total * V[s, t, g, :] for every token."""
-    raise NotImplementedError("Day 73: i -> s, h, g; pass 1: online max m and sum over tokens; pass 2: "
-                              "zero out[s, h], then add exp of score * scale - m, over the sum, times V "
-                              "row (25 lines)")
+    raise NotImplementedError("Day 73: i -> s, h, g; pass 1: online max and sum of exp over tokens; pass 2: zero "
+                              "out[s, h], add p * V rows (28 lines)")
 
 
 # --- v2 ---------------------------------------------------------------------------------------------------
@@ -54,7 +122,7 @@ def decode_naive_kernel(query, key_cache, value_cache, context_lens, scale, out)
 # load per lane per element, each behind 4-D signed index arithmetic (multiply by strides, test for a
 # negative index and wrap it), and five shuffles per token: ~200 instructions per token and head for
 # 512 bytes of K and V. The SMs' issue rate, not HBM, set the pace (~2 % of the copy rate). The design
-# below spends ~40 PTX instructions per token and head, half of them free register moves and unpacking:
+# below spends ~40 PTX instructions per token and head, more than half of them unpacking the words:
 #
 # - The caches are read as flat 8-byte words (four fp16 or two fp32 per load), at unsigned offsets:
 #   one add per load and no wraparound test.
@@ -85,13 +153,13 @@ def decode_kernel(head_dim: int, cache_dtype: str, num_warps: int = WARPS):
     """The optimized kernel for one (head_dim, cache dtype). Launch: grid (num_heads, num_seqs),
     num_warps * 32 threads; arguments (query (num_seqs, num_heads, head_dim), key_words, value_words
     (the caches as flat uint64 words), context_lens, scale * log2(e), num_kv_heads, max_len, out)."""
-    elem = np.dtype(cache_dtype).type  # noqa: F841  (read by your kernel: a compile-time constant)
+    elem = np.dtype(cache_dtype).type
     PW, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
     NG = WARP // G  # rows a warp works on side by side, one per group of G lanes (4 at head_dim 128)
     TOK = max(1, ROW_STEP // NG)  # rows per group per trip
-    TRIP = NG * TOK  # noqa: F841  (rows per warp trip: 16)
-    KW = TOK * WL  # noqa: F841  (words of K, and of V, a lane holds per trip)
-    NW, HEAD_DIM = num_warps, head_dim  # noqa: F841  (warps per block; the shared row's length)
+    TRIP = NG * TOK  # rows per warp trip (16)
+    KW = TOK * WL  # words of K (and of V) a lane holds per trip
+    NW, HEAD_DIM = num_warps, head_dim
 
     @cuda.jit(fastmath=True)  # exp2 -> one ex2.approx instruction; the softmax is float32 anyway
     def decode_attention_kernel(query, key_words, value_words, context_lens, scale, num_kv_heads, max_len,
@@ -117,16 +185,16 @@ def decode_kernel(head_dim: int, cache_dtype: str, num_warps: int = WARPS):
         5. sm_acc (NW, HEAD_DIM), sm_m, sm_l (NW) in shared memory: group 0's lanes write their columns
            of acc, lane 0 writes m and l; cuda.syncthreads(); then for d in range(tid, HEAD_DIM, NW * WARP)
            merge the warps the same way and write out[seq, h, d] = o_d / total."""
-        raise NotImplementedError("Day 73: indices and base word; q, acc in local arrays; 16-row trips: "
-                                  "loads first, dots, log2 G shuffles, online softmax in base 2; fold the "
-                                  "groups by shuffles; merge the warps in shared memory (90 lines)")
+        raise NotImplementedError("Day 73: 16-row trips: loads, dots, G-lane shuffles, base-2 online softmax; fold "
+                                  "groups; merge warps (91 lines)")
 
     return decode_attention_kernel
 
 
-def cache_words(cache):
-    """The cache as one flat run of 8-byte words: free for a contiguous array (same memory)."""
-    return cache.reshape(cache.size).view(np.uint64)
+def cache_words(cache, word=np.uint64):
+    """The cache as one flat run of words (8 bytes unless asked): free for a contiguous array (same
+    memory), and the kernel then addresses every element with one offset instead of four indices."""
+    return cache.reshape(cache.size).view(word)
 
 
 _SIG = ("void(float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], int32[::1], float32, "
@@ -178,3 +246,22 @@ def optimized(query, key_cache, value_cache, context_lens, scale):
     kernel[grid, WARPS * WARP](q, cache_words(kc), cache_words(vc), lens, float32(scale * LOG2E), kv_heads,
                                max_len, out)
     return launch.result(out, query, key_cache, value_cache, context_lens)
+
+
+def library(query, key_cache, value_cache, context_lens, scale):
+    """The same attention in CuPy: masked scores, softmax, weighted sum (cuBLAS batched GEMMs)."""
+    import cupy
+
+    q, k, v = cupy.asarray(query), cupy.asarray(key_cache), cupy.asarray(value_cache)
+    seqs, heads, head_dim = q.shape
+    max_len, kv_heads = k.shape[1], k.shape[2]
+    lens = cupy.asarray(context_lens)
+    live = cupy.arange(max_len)[None, :] < lens[:, None]  # (num_seqs, max_len)
+    k = cupy.where(live[:, :, None, None], k, 0).astype(cupy.float32).transpose(0, 2, 3, 1)
+    v = cupy.where(live[:, :, None, None], v, 0).astype(cupy.float32).transpose(0, 2, 1, 3)
+    qg = q.reshape(seqs, kv_heads, heads // kv_heads, head_dim) * scale
+    scores = cupy.matmul(qg, k)  # (num_seqs, kv_heads, group, max_len)
+    scores = cupy.where(live[:, None, None, :], scores, -cupy.inf)
+    p = cupy.exp(scores - scores.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return cupy.matmul(p, v).reshape(seqs, heads, head_dim)

@@ -1,14 +1,36 @@
-"""Day 74 exercise: the fragmentation lab (host) and appending tokens to a contiguous cache (kernel).
+"""Day 74 exercise: the cost of contiguous KV caches -- a fragmentation lab, and appending tokens' K/V.
 
-Write:
-  1. first_fit / release     -- the free list of a contiguous KV memory; simulate() uses them.
-  2. append_naive_kernel     -- one thread per (K or V, sequence, token, head), a loop over head_dim.
-  3. append_kernel           -- a sequence's new tokens are one contiguous run: copy it as words.
+The lab (host code, graded by its own tests): simulate() replays a request trace against a KV memory
+of fixed capacity under three policies and measures, step by step, what the memory holds:
+  "max"     contiguous, each request reserves max_len token slots at admission (first fit).
+  "oracle"  contiguous, each request reserves exactly prompt + output slots (knows the future).
+  "paged"   pages of block_size slots, taken one at a time as the sequence grows.
+It reports the shares of memory holding real tokens, reserved for tokens not yet generated, lost to
+internal fragmentation (reserved, never to be used) and to external fragmentation (free, but in holes
+too small for the waiting request).
 
-Then run simulate() on make_trace(...) with "max", "oracle" and "paged" and read the shares.
-kv_cache is (2, num_seqs, max_len, num_kv_heads, head_dim); new_kv (2, num_seqs, T, ...) goes to rows
-seq_lens[s] .. seq_lens[s] + T - 1 of sequence s.
-Grade with:  make check DAY=74
+Kernel: append T new tokens' K and V to every sequence of a contiguous cache, at rows
+seq_lens[s] .. seq_lens[s] + T - 1 (decode is T = 1; a prefill chunk or speculative tokens are more).
+v1 naive      one thread per (K or V, sequence, token, head) copying its head_dim elements in a loop:
+              neighbouring lanes are a whole head apart, so each warp store touches 32 sectors.
+v2 optimized  in a contiguous cache a sequence's new tokens are one contiguous run, in the input and
+              in the cache: a grid of (chunk, sequence, K or V) blocks copies each run as machine
+              words, coalesced, four words in flight per thread.
+
+Napkin math: 64 sequences x 1024 new float16 tokens x 8 KV heads x 128 = 134 MB of K, the same of V:
+537 MB read + written, ~0.13 ms at the H200's ~4.1 TB/s copy rate. One decode step (T = 1) moves
+0.5 MB: launch-bound, the reason the bench uses a prefill-sized append.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  first_fit            the first segment with length >= size: take size slots from its front, return the old start;
+                       else None (7 lines)
+  release              add [start, length], sort by start, merge where one ends where the next begins; drop empty
+                       ones (8 lines)
+  append_naive_kernel  split i into kv, s, t, h; guard; row = seq_lens[s] + t; loop d over head_dim copying the head
+                       (11 lines)
+  append_kernel        start = seq_lens[s] * row_words; this chunk's words, 4 a thread, to cache_words[kv, s, start
+                       + w] (19 lines)
+Everything else in this file is given. Grade with:  make check DAY=74
 """
 
 from collections import deque
@@ -22,6 +44,9 @@ from course.launch import word_dtype
 TITLE = "The cost of contiguous caches: a fragmentation lab"
 MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
+# n = num_seqs, or (num_seqs, new_tokens, max_len, num_kv_heads, head_dim, dtype).
+TEST_SIZES = (1, 3, 17, (5, 1, 9, 3, 8, "float32"), (4, 6, 11, 1, 6, "float16"), (3, 5, 8, 1, 3, "float16"))
+BENCH_SIZES = ((64, 1024, 2048, 8, 128, "float16"),)
 BOUND = "memory"
 THREADS = 256
 NAIVE_THREADS = 128
@@ -153,41 +178,72 @@ def first_fit(free_segments: list, size: int):
     Returns the start of the carved range, or None when no single segment is large enough (even if
     the segments together are: that shortfall is external fragmentation).
     """
-    raise NotImplementedError("Day 74: walk free_segments in order; in the first with length >= size, "
-                              "take size slots from its front and return the old start; else None (7 "
-                              "lines)")
+    raise NotImplementedError("Day 74: the first segment with length >= size: take size slots from its front, return "
+                              "the old start; else None (7 lines)")
 
 
 def release(free_segments: list, start: int, length: int) -> list:
-    """Return [start, start + length) to the free list, merging it with free neighbours."""
-    raise NotImplementedError("Day 74: add [start, length] to the segments, sort by start, merge "
-                              "neighbours where one ends where the next begins; drop empty segments (9 "
-                              "lines)")
+    """Return [start, start + length) to the free list, merging it with free neighbours.
+
+    Returns the new list: sorted by start, no empty segments, no two segments that touch.
+    """
+    raise NotImplementedError("Day 74: add [start, length], sort by start, merge where one ends where the next begins; "
+                              "drop empty ones (8 lines)")
 
 
 # --- the kernel: append new tokens to a contiguous cache ----------------------------------------------
+
+def _geometry(n):
+    if isinstance(n, (tuple, list)):
+        seqs, new, max_len, heads, head_dim, dtype = n
+        return int(seqs), int(new), int(max_len), int(heads), int(head_dim), np.dtype(dtype)
+    return int(n), 2, 12, 2, 8, np.dtype(np.float16)
+
+
+def make_inputs(n, seed: int = 0):
+    """Sequences of random lengths; the rows the new tokens go to hold NaN, every other row data."""
+    seqs, new, max_len, heads, head_dim, dtype = _geometry(n)
+    rng = np.random.default_rng(seed)
+    seq_lens = rng.integers(0, max_len - new + 1, size=seqs).astype(np.int32)
+    seq_lens[0] = max_len - new  # one sequence fills its reservation to the last row
+    new_kv = rng.standard_normal((2, seqs, new, heads, head_dim)).astype(dtype)
+    kv_cache = rng.standard_normal((2, seqs, max_len, heads, head_dim)).astype(dtype)
+    for s, length in enumerate(seq_lens):
+        kv_cache[:, s, length:length + new] = np.nan
+    return new_kv, kv_cache, seq_lens
+
+
+def reference(new_kv, kv_cache, seq_lens):
+    out = kv_cache.copy()
+    new = new_kv.shape[2]
+    for s, length in enumerate(seq_lens):
+        out[:, s, length:length + new] = new_kv[:, s]
+    return out
+
+
+def traffic(new_kv, kv_cache, seq_lens):
+    return 2 * new_kv.nbytes + seq_lens.nbytes, 0
+
 
 @cuda.jit
 def append_naive_kernel(new_kv, kv_cache, seq_lens):
     # new_kv: (2, num_seqs, T, heads, head_dim); kv_cache: (2, num_seqs, max_len, heads, head_dim)
     """One thread per (K or V, sequence, new token, head): i = ((kv * num_seqs + s) * T + t) * heads + h.
     Guard i, then copy the head's head_dim elements to kv_cache[kv, s, seq_lens[s] + t, h, :] in a loop."""
-    raise NotImplementedError("Day 74: split i into kv, s, t, h; guard; row = seq_lens[s] + t; loop d "
-                              "over head_dim copying new_kv[kv, s, t, h, d] (10 lines)")
+    raise NotImplementedError("Day 74: split i into kv, s, t, h; guard; row = seq_lens[s] + t; loop d over head_dim "
+                              "copying the head (11 lines)")
 
 
 @cuda.jit
 def append_kernel(new_words, cache_words, seq_lens, row_words):
     # new_words: (2, num_seqs, T * row_words); cache_words: (2, num_seqs, max_len * row_words)
-    # grid: (chunks, num_seqs, 2). Sequence s's new tokens are one run of T * row_words words that
-    # starts at word seq_lens[s] * row_words of its cache row: a plain, coalesced copy.
-    """Grid (chunks, num_seqs, 2). Sequence s's T new rows are one run of new_words.shape[2] words; in the
-    cache the run starts at word seq_lens[s] * row_words. Block x covers words x * 4 * blockDim.x
-    onwards: thread w = that + threadIdx.x handles w, w + blockDim.x, w + 2 * blockDim.x and
-    w + 3 * blockDim.x, each only if it is < the run length. Stretch: four loads before four stores."""
-    raise NotImplementedError("Day 74: s = blockIdx.y, kv = blockIdx.z, start = seq_lens[s] * row_words; "
-                              "word w from blockIdx.x chunks of 4 * blockDim.x; copy new_words[kv, s, w] "
-                              "to cache_words[kv, s, start + w] (10-18 lines)")
+    """Grid (chunks, num_seqs, 2): s = blockIdx.y, kv = blockIdx.z. Sequence s's T new rows are one run
+    of new_words.shape[2] words; in the cache the run starts at word seq_lens[s] * row_words: a plain,
+    coalesced copy. Block x covers words x * 4 * blockDim.x onwards: thread w = that + threadIdx.x
+    handles w, w + blockDim.x, w + 2 * blockDim.x and w + 3 * blockDim.x, each only if it is < the run
+    length. Stretch: in a full chunk, issue the four loads before the four stores."""
+    raise NotImplementedError("Day 74: start = seq_lens[s] * row_words; this chunk's words, 4 a thread, to "
+                              "cache_words[kv, s, start + w] (19 lines)")
 
 
 _NAIVE_SIG = "void(float16[:, :, :, :, ::1], float16[:, :, :, :, ::1], int32[::1])"
@@ -235,3 +291,12 @@ def optimized(new_kv, kv_cache, seq_lens):
     return launch.result(d_cache, new_kv, kv_cache, seq_lens)
 
 
+def library(new_kv, kv_cache, seq_lens):
+    """The same append as one CuPy fancy-index assignment."""
+    import cupy
+
+    cache, new, lens = cupy.asarray(kv_cache), cupy.asarray(new_kv), cupy.asarray(seq_lens)
+    seqs, t = new.shape[1], new.shape[2]
+    rows = lens[:, None] + cupy.arange(t)[None, :]  # (num_seqs, T)
+    cache[:, cupy.arange(seqs)[:, None], rows] = new
+    return cache

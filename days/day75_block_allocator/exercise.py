@@ -1,15 +1,47 @@
-"""Day 75 exercise: the block allocator (host) and copy_blocks (kernel).
+"""Day 75 exercise: the block allocator -- hand out fixed-size KV pages in O(1); copy pages on the GPU.
 
-Write, in this order:
-  1. LinearScanAllocator.allocate / free   -- a used-flag per block, scan for the first free one.
-  2. BlockAllocator.allocate / incref / free -- a stack of free ids and a reference count per block.
-  3. copy_blocks_naive_kernel              -- one thread copies one whole page.
-  4. copy_blocks_kernel                    -- one CUDA block copies one page as machine words.
+The KV cache is one big pool of pages ("blocks"), each holding block_size tokens of K and V for
+every KV head. Who owns which page is host bookkeeping; moving page contents is a kernel.
 
-The cache is kv_cache (2, num_blocks, block_size, num_kv_heads, head_dim): kv_cache[0] holds keys,
-kv_cache[1] values. block_mapping (pairs, 2) int32 lists (src, dst) page copies. Host functions,
-validation and the word view (as_words) are given.
-Grade with:  make check DAY=75
+Host side (graded by its own tests, not timed):
+  LinearScanAllocator  naive: a used-flag per block; allocate() scans for the first free one, O(num_blocks).
+  BlockAllocator       O(1): a stack of free block ids plus a reference count per block, so a page can
+                       be shared by several sequences (prefix sharing, fork) and returns to the pool
+                       only when its last owner frees it.
+
+Kernel: copy_blocks(kv_cache, block_mapping) copies page src -> dst for each row (src, dst) of the
+mapping, K and V; copy-on-write (a later day) calls it before writing into a shared page.
+v1 naive      one thread per (pair, K or V) walks its whole page element by element: the 32 lanes
+              of a warp sit in 32 different pages, so every warp store touches 32 separate sectors.
+v2 optimized  one CUDA block per (pair, K or V): the page is contiguous, so the block's threads stride
+              over it as machine words (8, 4 or 2 bytes, whatever divides the page): a coalesced
+              memcpy, dtype-blind, several words in flight per thread.
+
+Why the versions are the kernel's: the allocator's two designs differ in cost, not in result, and the
+host functions of the day contract must return the same array; the copy kernel is what a GPU times.
+
+Cache layout (vLLM's FlashAttention layout): kv_cache (2, num_blocks, block_size, num_kv_heads,
+head_dim); kv_cache[0] is the key cache, kv_cache[1] the value cache. A page of one of them is
+block_size * num_kv_heads * head_dim contiguous elements.
+
+Napkin math: a float16 page of 16 tokens x 8 KV heads x 128 = 32 KB; K and V of 4096 pairs is 268 MB
+read + 268 MB written: ~0.13 ms at the H200's ~4.1 TB/s copy rate.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  LinearScanAllocator.allocate  scan self._used for the first False, mark it, return its index; NoFreeBlockError if
+                                none (5 lines)
+  LinearScanAllocator.free      reject ids out of range or already free with ValueError, then clear the flag (5
+                                lines)
+  BlockAllocator.allocate       pop a block id from self._free, set its ref count to 1; NoFreeBlockError when the
+                                stack is empty (5 lines)
+  BlockAllocator.incref         self._check the id, ValueError if its count is 0, else add one (4 lines)
+  BlockAllocator.free           self._check, ValueError on a double free, decrement, push back on self._free at zero
+                                (6 lines)
+  copy_blocks_naive_kernel      thread i copies pair i // 2, K if i is even else V: guard, read src, dst; nested
+                                loops over the page (12 lines)
+  copy_blocks_kernel            pair = blockIdx.x, cache by blockIdx.y; threads stride over the page's words by
+                                blockDim.x (20 lines)
+Everything else in this file is given. Grade with:  make check DAY=75
 """
 
 import numpy as np
@@ -20,6 +52,10 @@ from course.launch import as_words
 TITLE = "The block allocator and copy_blocks"
 MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
+# n = number of (src, dst) pairs, or (pairs, block_size, num_kv_heads, head_dim, dtype).
+# The last two make pages of 60 and 18 bytes: 4-byte and 2-byte words in the optimized copy.
+TEST_SIZES = (1, 7, 33, (5, 4, 2, 8, "float32"), (3, 5, 1, 6, "float16"), (4, 3, 1, 3, "float16"))
+BENCH_SIZES = ((4096, 16, 8, 128, "float16"),)
 BOUND = "memory"
 THREADS = 256
 NAIVE_THREADS = 64
@@ -50,12 +86,14 @@ class LinearScanAllocator:
         return self._used.count(False)  # O(num_blocks) as well
 
     def allocate(self) -> int:
-        raise NotImplementedError("Day 75: scan self._used for the first False, mark it, return its "
-                                  "index; raise NoFreeBlockError if none (5 lines)")
+        """The lowest free block id, now marked used; NoFreeBlockError when every block is in use."""
+        raise NotImplementedError("Day 75: scan self._used for the first False, mark it, return its index; "
+                                  "NoFreeBlockError if none (5 lines)")
 
     def free(self, block: int) -> None:
-        raise NotImplementedError("Day 75: reject ids out of range or already free with ValueError, then "
-                                  "clear the flag (5 lines)")
+        """Mark ``block`` free again; ValueError for an id outside the pool or a block already free."""
+        raise NotImplementedError("Day 75: reject ids out of range or already free with ValueError, then clear the "
+                                  "flag (5 lines)")
 
 
 class BlockAllocator:
@@ -82,16 +120,19 @@ class BlockAllocator:
         return self._ref_counts[block]
 
     def allocate(self) -> int:
-        raise NotImplementedError("Day 75: pop a block id from self._free, set its ref count to 1; "
-                                  "NoFreeBlockError when the stack is empty (5 lines)")
+        """A free block with reference count 1, off the top of the stack; NoFreeBlockError when none."""
+        raise NotImplementedError("Day 75: pop a block id from self._free, set its ref count to 1; NoFreeBlockError "
+                                  "when the stack is empty (5 lines)")
 
     def incref(self, block: int) -> None:
-        raise NotImplementedError("Day 75: self._check the id, ValueError if its count is 0, else add one "
-                                  "(4 lines)")
+        """One more owner of an allocated block; ValueError for a bad id or a free block."""
+        raise NotImplementedError("Day 75: self._check the id, ValueError if its count is 0, else add one (4 lines)")
 
     def free(self, block: int) -> None:
-        raise NotImplementedError("Day 75: self._check, ValueError on a double free, decrement, push back "
-                                  "on self._free at zero (6 lines)")
+        """One owner fewer; the block goes back on the stack when its count reaches 0. ValueError for a
+        bad id or a double free (count already 0)."""
+        raise NotImplementedError("Day 75: self._check, ValueError on a double free, decrement, push back on "
+                                  "self._free at zero (6 lines)")
 
     def _check(self, block: int) -> None:
         if not 0 <= block < self.num_blocks:
@@ -100,26 +141,60 @@ class BlockAllocator:
 
 # --- the day contract: copy_blocks ---------------------------------------------------------------------
 
+def _geometry(n):
+    if isinstance(n, (tuple, list)):
+        pairs, block_size, heads, head_dim, dtype = n
+        return int(pairs), int(block_size), int(heads), int(head_dim), np.dtype(dtype)
+    return int(n), 4, 2, 8, np.dtype(np.float16)
+
+
+def make_inputs(n, seed: int = 0):
+    """A random cache and `pairs` copies whose destinations are distinct and never a source."""
+    pairs, block_size, heads, head_dim, dtype = _geometry(n)
+    rng = np.random.default_rng(seed)
+    num_blocks = 2 * pairs + 3
+    kv_cache = rng.standard_normal((2, num_blocks, block_size, heads, head_dim)).astype(dtype)
+    ids = rng.permutation(num_blocks)
+    dst = ids[:pairs]
+    # Sources come from the other blocks, with repeats: one shared page copied to several new owners.
+    src = rng.choice(ids[pairs:], size=pairs, replace=True)
+    block_mapping = np.stack([src, dst], axis=1).astype(np.int32)  # (pairs, 2): (src, dst)
+    kv_cache[:, dst] = np.nan  # fresh pages hold garbage: a copy that never lands stays NaN
+    return kv_cache, block_mapping
+
+
+def reference(kv_cache, block_mapping):
+    out = kv_cache.copy()
+    for src, dst in block_mapping:
+        out[:, dst] = kv_cache[:, src]
+    return out
+
+
+def traffic(kv_cache, block_mapping):
+    """Each pair reads and writes one K page and one V page."""
+    page_bytes = int(np.prod(kv_cache.shape[2:])) * kv_cache.itemsize
+    return 2 * 2 * page_bytes * block_mapping.shape[0], 0
+
+
 @cuda.jit
 def copy_blocks_naive_kernel(key_cache, value_cache, block_mapping):
     # key_cache, value_cache: (num_blocks, block_size, num_kv_heads, head_dim); block_mapping: (pairs, 2)
     """One thread per (pair, K or V): thread i handles pair i // 2 of key_cache (i even) or value_cache
     (i odd) and copies every element of page src into page dst. Guard i < 2 * pairs."""
-    raise NotImplementedError("Day 75: thread i copies pair i // 2, K if i is even else V: guard, read "
-                              "src and dst, three nested loops over the page (12 lines)")
+    raise NotImplementedError("Day 75: thread i copies pair i // 2, K if i is even else V: guard, read src, dst; "
+                              "nested loops over the page (12 lines)")
 
 
 @cuda.jit
 def copy_blocks_kernel(key_words, value_words, block_mapping):
     # key_words, value_words: (num_blocks, words_per_page) -- each page is one contiguous row.
-    # grid: (pairs, 2); blockIdx.y picks K or V.
-    """One CUDA block per (pair, K or V): grid (pairs, 2). Pages are rows of machine words
-    (num_blocks, words_per_page), so the copy is a strided loop: word w = threadIdx.x, then
-    w += blockDim.x, each thread copying cache[src, w] to cache[dst, w]. Consecutive threads touch
-    consecutive words (coalesced). Stretch: issue four loads before their four stores."""
-    raise NotImplementedError("Day 75: pair = blockIdx.x, cache by blockIdx.y; threads stride over the "
-                              "page's words by blockDim.x; stretch: four loads before four stores (10-20 "
-                              "lines)")
+    """One CUDA block per (pair, K or V): grid (pairs, 2), pair = blockIdx.x, blockIdx.y picks K or V.
+    Pages are rows of machine words (num_blocks, words_per_page), so the copy is a strided loop: word
+    w = threadIdx.x, then w += blockDim.x, each thread copying cache[src, w] to cache[dst, w].
+    Consecutive threads touch consecutive words (coalesced). Stretch: issue four loads before their
+    four stores."""
+    raise NotImplementedError("Day 75: pair = blockIdx.x, cache by blockIdx.y; threads stride over the page's words by "
+                              "blockDim.x (20 lines)")
 
 
 _NAIVE_SIG = "void(float16[:, :, :, ::1], float16[:, :, :, ::1], int32[:, ::1])"
@@ -165,3 +240,10 @@ def optimized(kv_cache, block_mapping):
     return launch.result(d_cache, kv_cache, block_mapping)
 
 
+def library(kv_cache, block_mapping):
+    """The same copy as CuPy fancy indexing (a gather then a scatter)."""
+    import cupy
+
+    cache, mapping = cupy.asarray(kv_cache), cupy.asarray(block_mapping)
+    cache[:, mapping[:, 1]] = cache[:, mapping[:, 0]]
+    return cache

@@ -1,14 +1,37 @@
-"""Day 76 exercise: block tables and slot mapping (host), and the page gather (kernel).
+"""Day 76 exercise: block tables and slot mapping -- where each token of each sequence lives in the page pool.
 
-Write, in this order:
-  1. BlockManager.allocate / append_slot / free -- block tables over day 75's BlockAllocator.
-  2. gather_naive_kernel                         -- one thread per output element.
-  3. gather_kernel                               -- one CUDA block per (page, K or V), copying words.
+Host side (graded by its own tests):
+  BlockManager  maps each sequence's logical blocks (token t is in logical block t // block_size) to
+                physical pages from day 75's BlockAllocator. Its block table is the list of those
+                pages; a token's *slot* is page * block_size + t % block_size, a row index into the
+                cache viewed as (num_blocks * block_size, num_kv_heads, head_dim). A request that
+                cannot be met raises OutOfBlocksError and changes nothing.
 
-Token t of a sequence lives in logical block t // block_size, i.e. physical page table[t // block_size],
-at offset t % block_size; its slot is page * block_size + offset. A request that cannot be met raises
-OutOfBlocksError and leaves every table and count as it was.
-Grade with:  make check DAY=76
+Kernel: gather one sequence's pages into a contiguous buffer, out (2, context_len, num_kv_heads,
+head_dim) -- what a dense attention kernel, a swap-out to host memory or a debugger needs.
+v1 naive      one thread per output element: div/mod to find (K or V, token, element), a block-table
+              lookup and a slot computation for every single element.
+v2 optimized  one CUDA block per (page, K or V): the table entry is read once, and a page's tokens are
+              one contiguous run in the cache and in the output, so the block copies it as machine
+              words with no division at all.
+
+Why the versions are the kernel's: the block table is host bookkeeping with one right answer; the
+gather is what a GPU times. Day 75's allocator is imported, not copied.
+
+Napkin math: a 64k-token float16 sequence with 8 KV heads x 128 holds 268 MB of K and V; gathering it
+reads and writes that much: 537 MB, ~0.13 ms at the H200's ~4.1 TB/s copy rate.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  BlockManager.allocate     ValueErrors first; OutOfBlocksError if blocks_for > free, before allocating; build the
+                            table (10 lines)
+  BlockManager.append_slot  pos = tokens stored; last page full: allocate one or raise; bump the length; return
+                            pos's slot (8 lines)
+  BlockManager.free         free every page of the table through self.allocator, then forget the sequence (4 lines)
+  gather_naive_kernel       split i into kv, token t, element e with // and -; guard; copy from the table's page (10
+                            lines)
+  gather_kernel             page = block_table[p]; copy min(page_words, what is left of the output), striding by
+                            blockDim.x (21 lines)
+Everything else in this file is given. Grade with:  make check DAY=76
 """
 
 import numpy as np
@@ -20,6 +43,10 @@ from solutions.day75_block_allocator import BlockAllocator
 TITLE = "Block tables and slot mapping"
 MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
+# n = context_len, or (context_len, block_size, num_kv_heads, head_dim, dtype). Default pages hold 4
+# tokens, so 1, 4, 5 are one token, one full page, one page plus a token.
+TEST_SIZES = (1, 4, 5, 23, (7, 3, 1, 6, "float16"), (17, 8, 2, 4, "float32"), (9, 2, 1, 3, "float16"))
+BENCH_SIZES = ((65536, 16, 8, 128, "float16"),)
 BOUND = "memory"
 THREADS = 256
 
@@ -54,20 +81,24 @@ class BlockManager:
         return self.blocks_for(num_tokens) <= self.num_free_blocks
 
     def allocate(self, seq_id, num_tokens: int) -> None:
-        """Pages for a new sequence's first ``num_tokens`` tokens (its prompt)."""
-        raise NotImplementedError("Day 76: ValueError for a known seq_id or num_tokens < 0; "
-                                  "OutOfBlocksError if blocks_for > free, before allocating anything; "
-                                  "then build the table and record the length (10 lines)")
+        """Pages for a new sequence's first ``num_tokens`` tokens (its prompt): blocks_for(num_tokens)
+        pages from the allocator, in logical order. ValueError for a known seq_id or num_tokens < 0;
+        OutOfBlocksError, before any page is taken, when too few are free."""
+        raise NotImplementedError("Day 76: ValueErrors first; OutOfBlocksError if blocks_for > free, before "
+                                  "allocating; build the table (10 lines)")
 
     def append_slot(self, seq_id) -> int:
-        """Room for one more token; returns its slot (page * block_size + offset)."""
-        raise NotImplementedError("Day 76: pos = tokens stored; if the last page is full, allocate one or "
-                                  "raise OutOfBlocksError; bump the length; return the slot of token pos "
-                                  "(8 lines)")
+        """Room for one more token; returns its slot (page * block_size + offset). A new page is taken
+        only when the last one is full; OutOfBlocksError (nothing changed) when none is free. KeyError
+        for an unknown sequence (self._table raises it)."""
+        raise NotImplementedError("Day 76: pos = tokens stored; last page full: allocate one or raise; bump the "
+                                  "length; return pos's slot (8 lines)")
 
     def free(self, seq_id) -> None:
-        raise NotImplementedError("Day 76: free every page of the table through self.allocator, then "
-                                  "forget the sequence; KeyError if unknown: use self._table (4 lines)")
+        """Every page of the sequence back to the allocator, and the sequence forgotten (KeyError if
+        unknown)."""
+        raise NotImplementedError("Day 76: free every page of the table through self.allocator, then forget the "
+                                  "sequence (4 lines)")
 
     def block_table(self, seq_id) -> list[int]:
         return list(self._table(seq_id))
@@ -92,27 +123,59 @@ class BlockManager:
 
 # --- the day contract: gather a sequence's pages ---------------------------------------------------------
 
+def _geometry(n):
+    if isinstance(n, (tuple, list)):
+        ctx, block_size, heads, head_dim, dtype = n
+        return int(ctx), int(block_size), int(heads), int(head_dim), np.dtype(dtype)
+    return int(n), 4, 2, 8, np.dtype(np.float16)
+
+
+def make_inputs(n, seed: int = 0):
+    """A pool with one sequence scattered over random pages; every other slot holds NaN."""
+    ctx, block_size, heads, head_dim, dtype = _geometry(n)
+    rng = np.random.default_rng(seed)
+    pages = -(-ctx // block_size)
+    num_blocks = 2 * pages + 3
+    kv_cache = np.full((2, num_blocks, block_size, heads, head_dim), np.nan, dtype=dtype)
+    block_table = np.full(pages + 2, 10**6, dtype=np.int32)  # entries past the last page: garbage
+    block_table[:pages] = rng.permutation(num_blocks)[:pages]
+    tokens = rng.standard_normal((2, ctx, heads, head_dim)).astype(dtype)
+    for t in range(ctx):
+        kv_cache[:, block_table[t // block_size], t % block_size] = tokens[:, t]
+    return kv_cache, block_table, ctx
+
+
+def reference(kv_cache, block_table, context_len):
+    block_size = kv_cache.shape[2]
+    out = np.empty((2, context_len) + kv_cache.shape[3:], dtype=kv_cache.dtype)
+    for t in range(context_len):
+        out[:, t] = kv_cache[:, block_table[t // block_size], t % block_size]
+    return out
+
+
+def traffic(kv_cache, block_table, context_len):
+    token_bytes = 2 * int(np.prod(kv_cache.shape[3:])) * kv_cache.itemsize  # K and V
+    return 2 * token_bytes * context_len, 0
+
+
 @cuda.jit
 def gather_naive_kernel(cache, block_table, out):
     # cache: (2, num_blocks, block_size, row) with row = num_kv_heads * head_dim; out: (2, context_len, row)
     """One thread per output element i of out (2, context_len, row): i = (kv * context_len + t) * row + e.
     Guard i < out.size; read page block_table[t // block_size] and copy cache[kv, page, t % block_size, e]."""
-    raise NotImplementedError("Day 76: split i into kv, token t, element e with // and -; guard; out[kv, "
-                              "t, e] = cache[kv, table[t // bs], t % bs, e] (9 lines)")
+    raise NotImplementedError("Day 76: split i into kv, token t, element e with // and -; guard; copy from the table's "
+                              "page (10 lines)")
 
 
 @cuda.jit
 def gather_kernel(cache_words, block_table, out_words):
     # cache_words: (2, num_blocks, page_words); out_words: (2, context_len * row_words)
-    # grid: (pages, 2); blockIdx.y picks K or V. A page's tokens are contiguous in the cache and
-    # in the output, so the page is one straight run of words.
-    """One CUDA block per (logical page p, K or V): grid (pages, 2). Page p's tokens are one contiguous run
-    of words in the cache (cache_words[kv, block_table[p], :]) and in the output (starting at
-    p * page_words). The last page may be partly filled: copy only the words that fit in out_words.
-    Stretch: four loads before four stores."""
-    raise NotImplementedError("Day 76: page = block_table[blockIdx.x]; start = blockIdx.x * page_words; "
-                              "copy min of page_words and what is left of the output, striding by "
-                              "blockDim.x (10-20 lines)")
+    """One CUDA block per (logical page p = blockIdx.x, K or V = blockIdx.y): grid (pages, 2). Page p's
+    tokens are one contiguous run of words in the cache (cache_words[kv, block_table[p], :]) and in the
+    output (starting at p * page_words). The last page may be partly filled: copy only the words that
+    fit in out_words. Stretch: four loads before four stores."""
+    raise NotImplementedError("Day 76: page = block_table[p]; copy min(page_words, what is left of the output), "
+                              "striding by blockDim.x (21 lines)")
 
 
 _NAIVE_SIG = "void(float16[:, :, :, ::1], int32[::1], float16[:, :, ::1])"
@@ -170,3 +233,10 @@ def optimized(kv_cache, block_table, context_len):
     return launch.result(out, kv_cache, block_table)
 
 
+def library(kv_cache, block_table, context_len):
+    """The same gather as CuPy fancy indexing over the used pages."""
+    import cupy
+
+    cache, table = cupy.asarray(kv_cache), cupy.asarray(block_table)
+    pages = -(-int(context_len) // cache.shape[2])
+    return cache[:, table[:pages]].reshape((2, -1) + cache.shape[3:])[:, :context_len]

@@ -1,23 +1,104 @@
-"""Day 77 exercise: reshape-and-cache -- write new tokens' K and V into their pages by slot_mapping.
+"""Day 77 exercise: reshape-and-cache -- write new tokens' K and V into their pages through the slot mapping.
 
-Token i goes to slot slot_mapping[i] = page * block_size + offset; a negative slot is padding and
-writes nothing. Write the two kernels; validation, the word views and the host functions are given.
-kv_cache is (2, num_blocks, block_size, num_kv_heads, head_dim): kv_cache[0] keys, kv_cache[1] values.
-Grade with:  make check DAY=77
+Every forward pass ends its attention layers' input side the same way: the new tokens' keys and
+values (num_tokens, num_kv_heads, head_dim) are scattered into the paged cache, token i into slot
+slot_mapping[i] = page * block_size + offset (day 76). A negative slot marks a padding token: skip it.
+
+v1 naive      one thread per element: div/mod to find (token, element), another div/mod to turn the
+              slot into (page, offset), for every 2-byte element of K and of V.
+v2 optimized  one CUDA block per token: the slot is read once and the whole block skips a padding
+              token together; a token's row (num_kv_heads * head_dim elements) is contiguous in the
+              input and in the cache, so the block copies K's and V's rows as machine words,
+              coalesced, four words in flight per thread and no division.
+
+Cache layout: kv_cache (2, num_blocks, block_size, num_kv_heads, head_dim), kv_cache[0] keys and
+kv_cache[1] values; the host function writes it in place (device arrays) and returns it.
+
+Napkin math: a float16 token row of 8 KV heads x 128 is 2 KB; K and V of 65,536 tokens are 268 MB
+read and 268 MB written: ~0.13 ms at the H200's ~4.1 TB/s copy rate. A decode step writes one token
+per sequence (256 sequences: 1 MB): there the launch, not the copy, sets the time.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  reshape_and_cache_naive_kernel  t, e from i with // and -; guard i and padding; page, offset from the slot by
+                                  block_size; K and V (14 lines)
+  reshape_and_cache_kernel        read the slot once, return if negative; threads stride over the row's words
+                                  writing K and V (20 lines)
+Everything else in this file is given. Grade with:  make check DAY=77
 """
 
 import numpy as np
 
 from course import cuda, launch
 from course.launch import word_dtype
+from solutions.day76_block_tables import BlockManager
 
 TITLE = "Reshape-and-cache"
 MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
+# n = num_tokens, or (num_tokens, block_size, num_kv_heads, head_dim, dtype).
+TEST_SIZES = (1, 4, 5, 37, (13, 3, 1, 6, "float16"), (19, 8, 2, 4, "float32"), (9, 2, 1, 3, "float16"))
+BENCH_SIZES = ((65536, 16, 8, 128, "float16"),)
 BOUND = "memory"
 THREADS = 256
 TOKEN_THREADS = 128
 PAD_SLOT = -1
+
+
+def _geometry(n):
+    if isinstance(n, (tuple, list)):
+        tokens, block_size, heads, head_dim, dtype = n
+        return int(tokens), int(block_size), int(heads), int(head_dim), np.dtype(dtype)
+    return int(n), 4, 2, 8, np.dtype(np.float16)
+
+
+def make_inputs(n, seed: int = 0):
+    """A batch of prompts placed by day 76's BlockManager, about one token in eight padding.
+
+    The cache holds old tokens everywhere except the new tokens' slots, which hold NaN: a token that
+    never lands stays NaN, and a write to a wrong slot clobbers an old token.
+    """
+    num_tokens, block_size, heads, head_dim, dtype = _geometry(n)
+    rng = np.random.default_rng(seed)
+    is_pad = rng.random(num_tokens) < 0.125
+    is_pad[rng.integers(num_tokens)] = False  # at least one real token
+    real = int((~is_pad).sum())
+    # Split the real tokens into a few sequences and let a BlockManager place them.
+    cuts = np.sort(rng.choice(np.arange(1, real), size=min(3, real - 1), replace=False)) if real > 1 else []
+    lengths = np.diff(np.concatenate([[0], cuts, [real]])).astype(int)
+    num_blocks = int(sum(-(-n_ // block_size) for n_ in lengths)) * 2 + 2
+    bm = BlockManager(num_blocks, block_size)
+    for i in range(num_blocks):  # a pool that has seen traffic: its free pages come out shuffled
+        bm.allocate(("old", i), 1)
+    for i in rng.permutation(num_blocks):
+        bm.free(("old", int(i)))
+    slots = []
+    for seq, length in enumerate(lengths):
+        bm.allocate(seq, int(length))
+        slots += bm.slot_mapping(seq)
+    slot_mapping = np.full(num_tokens, PAD_SLOT, dtype=np.int64)
+    slot_mapping[~is_pad] = slots
+    key = rng.standard_normal((num_tokens, heads, head_dim)).astype(dtype)
+    value = rng.standard_normal((num_tokens, heads, head_dim)).astype(dtype)
+    kv_cache = rng.standard_normal((2, num_blocks, block_size, heads, head_dim)).astype(dtype)
+    rows = kv_cache.reshape(2, num_blocks * block_size, heads, head_dim)
+    rows[:, slot_mapping[~is_pad]] = np.nan
+    return key, value, kv_cache, slot_mapping
+
+
+def reference(key, value, kv_cache, slot_mapping):
+    out = kv_cache.copy()
+    rows = out.reshape((2, -1) + kv_cache.shape[3:])  # (2, num_slots, num_kv_heads, head_dim)
+    for i, slot in enumerate(slot_mapping):
+        if slot >= 0:
+            rows[0, slot] = key[i]
+            rows[1, slot] = value[i]
+    return out
+
+
+def traffic(key, value, kv_cache, slot_mapping):
+    real = int((np.asarray(slot_mapping) >= 0).sum())
+    row_bytes = int(np.prod(key.shape[1:])) * key.itemsize
+    return 2 * 2 * row_bytes * real + slot_mapping.nbytes, 0
 
 
 @cuda.jit
@@ -26,21 +107,19 @@ def reshape_and_cache_naive_kernel(key, value, key_cache, value_cache, slot_mapp
     """One thread per element of key: i = t * row + e. Guard i < num_tokens * row, skip a negative slot,
     split the slot into page = slot // block_size and offset = slot % block_size, and write
     key[t, e] into key_cache[page, offset, e] and value[t, e] into value_cache[page, offset, e]."""
-    raise NotImplementedError("Day 77: t, e from i with // and -; guard i and padding; page, offset = "
-                              "divmod of the slot by block_size; write K and V (12 lines)")
+    raise NotImplementedError("Day 77: t, e from i with // and -; guard i and padding; page, offset from the slot by "
+                              "block_size; K and V (14 lines)")
 
 
 @cuda.jit
 def reshape_and_cache_kernel(key_words, value_words, cache_words, slot_mapping):
     # key_words, value_words: (num_tokens, row_words); cache_words: (2, num_slots, row_words)
-    # One block per token. Seen as rows of slots, the cache needs no (page, offset) split.
-    """One CUDA block per token t = blockIdx.x. The cache is seen as rows of slots, so token t's K row goes
-    to cache_words[0, slot] and its V row to cache_words[1, slot], word by word: w = threadIdx.x, then
-    w += blockDim.x. A padding token (slot < 0) makes the whole block return at once.
-    Stretch: two words of K and two of V per trip, all four loads before the stores."""
-    raise NotImplementedError("Day 77: t = blockIdx.x; read the slot once, return if negative; threads "
-                              "stride over the row's words writing K to cache_words[0, slot] and V to [1, "
-                              "slot] (8-20 lines)")
+    """One CUDA block per token t = blockIdx.x. Seen as rows of slots, the cache needs no (page, offset)
+    split: token t's K row goes to cache_words[0, slot] and its V row to cache_words[1, slot], word by
+    word: w = threadIdx.x, then w += blockDim.x. A padding token (slot < 0) makes the whole block
+    return at once. Stretch: two words of K and two of V per trip, all four loads before the stores."""
+    raise NotImplementedError("Day 77: read the slot once, return if negative; threads stride over the row's words "
+                              "writing K and V (20 lines)")
 
 
 _NAIVE_SIG = ("void(float16[:, ::1], float16[:, ::1], float16[:, :, ::1], float16[:, :, ::1], "
@@ -95,3 +174,13 @@ def optimized(key, value, kv_cache, slot_mapping):
     return launch.result(d_cache, key, value, kv_cache, slot_mapping)
 
 
+def library(key, value, kv_cache, slot_mapping):
+    """The same scatter as CuPy fancy indexing (the padding filter costs an extra pass)."""
+    import cupy
+
+    cache, slots = cupy.asarray(kv_cache), cupy.asarray(slot_mapping)
+    rows = cache.reshape((2, -1) + cache.shape[3:])
+    real = slots >= 0
+    rows[0, slots[real]] = cupy.asarray(key)[real]
+    rows[1, slots[real]] = cupy.asarray(value)[real]
+    return cache
