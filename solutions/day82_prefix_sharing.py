@@ -65,7 +65,13 @@ class SharingBlockManager(BlockManager):
         return self.allocator.ref_count(block)
 
     def copy_fork(self, parent_id, child_id) -> None:
-        """v1: the child gets a private copy of every page of the parent."""
+        """v1: the child gets a private copy of every page of the parent.
+
+        One fresh page per parent page, each recorded as a (src, dst) copy in ``self._copies``
+        (take_copies hands them out); the child's table is the fresh pages, its length the parent's.
+        OutOfBlocksError, changing nothing, when the free pages cannot hold the copies.
+        """
+        # EXERCISE: table = self._new_child(...); OutOfBlocksError if too few free; fresh pages + their copies
         table = self._new_child(parent_id, child_id)
         if len(table) > self.num_free_blocks:
             raise OutOfBlocksError(f"copying {len(table)} blocks of {parent_id!r} for {child_id!r}: "
@@ -76,7 +82,13 @@ class SharingBlockManager(BlockManager):
         self._lens[child_id] = self._lens[parent_id]
 
     def fork(self, parent_id, child_id) -> None:
-        """v2: the child shares the parent's full pages; a partially filled last page is copied."""
+        """v2: the child shares the parent's full pages; a partially filled last page is copied.
+
+        Each shared page gains an owner (``self.allocator.incref``). A partial last page (length not a
+        multiple of block_size) gets a fresh page for the child and a (src, dst) copy in
+        ``self._copies``. OutOfBlocksError, before any change, when that page finds no free block.
+        """
+        # EXERCISE: a partial last page needs one free page, else OutOfBlocksError; incref the rest; copy it
         table = self._new_child(parent_id, child_id)
         n = self._lens[parent_id]
         partial = n % self.block_size != 0  # both owners will append into this page: it cannot be shared
@@ -220,8 +232,12 @@ def traffic(query, key_cache, value_cache, block_tables, context_lens, scale, sh
 
 @cuda.jit
 def unshare_kernel(block_tables, free_blocks, shared_blocks, new_tables, block_mapping):
+    """Thread i owns entry (s, j) of the tables. Samples s >= 1 replace each of their first
+    shared_blocks entries by the free page free_blocks[(s - 1) * shared_blocks + j] and write the copy
+    (old page, new page) into that row of block_mapping; every other entry is copied unchanged."""
     # block_tables, new_tables: (num_seqs, max_blocks); free_blocks: (>= (num_seqs - 1) * shared,)
     # block_mapping: ((num_seqs - 1) * shared_blocks, 2) of (src, dst). One thread per table entry.
+    # EXERCISE: i = cuda.grid(1); guard; s, j from the table width; new_tables[s, j]; a copy row where s > 0, j < shared
     i = cuda.grid(1)
     cols = block_tables.shape[1]
     if i >= block_tables.shape[0] * cols:
@@ -303,6 +319,7 @@ def naive(query, key_cache, value_cache, block_tables, context_lens, scale, shar
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale, shared_blocks, free_blocks):
     """v2: decode straight over the shared pages."""
+    # EXERCISE: validate with _check, then day 78's attention (paged_attention) on the tables as they are
     _check(query, key_cache, value_cache, block_tables, context_lens, scale, shared_blocks, free_blocks)
     return paged_attention(query, key_cache, value_cache, block_tables, context_lens, scale)
 

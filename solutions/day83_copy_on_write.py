@@ -60,7 +60,10 @@ class BlockManager(SharingBlockManager):
     """Block tables with fork and copy-on-write (the interface later days build on)."""
 
     def fork(self, parent_id, child_id) -> None:
-        """The child shares every page of the parent; nothing is copied yet."""
+        """The child shares every page of the parent, the partial last one too (each gains an owner
+        through ``self.allocator.incref``); the child's table is a copy of the parent's list, its length
+        the parent's. Nothing is copied yet."""
+        # EXERCISE: table = self._new_child(parent, child); incref every page; the child's table and length
         table = self._new_child(parent_id, child_id)
         for block in table:
             self.allocator.incref(block)
@@ -68,7 +71,14 @@ class BlockManager(SharingBlockManager):
         self._lens[child_id] = self._lens[parent_id]
 
     def append_slot(self, seq_id) -> int:
-        """Room for one more token; a shared page is copied first (one page, once)."""
+        """Room for one more token; a shared page is copied first (one page, once). Returns the slot.
+
+        A token landing in a page with ref count > 1 takes one new page: owe the copy (old, new) in
+        ``self._copies``, drop one ref of the old page (the other owners keep it), put the new page in
+        the table. A page with one owner is written in place, whatever its history; a full last page
+        opens a new one. OutOfBlocksError, changing nothing, when the page it needs finds no free block.
+        """
+        # EXERCISE: j, offset = divmod(len, block_size); a shared page: copy it; j == len(table): a new page
         table = self._table(seq_id)
         pos = self._lens[seq_id]
         j, offset = divmod(pos, self.block_size)
@@ -100,8 +110,10 @@ def plan_copy_sequence(tables, lens, block_size, free_blocks):
     """v1: a sample appending into a shared page copies every page of its sequence.
 
     Returns (new_tables, copies, slots): tables after the step, (src, dst) page copies, and the slot
-    of each sample's new token. Free pages are taken from ``free_blocks`` in order.
+    of each sample's new token. Free pages are taken from ``free_blocks`` in order. Start from
+    refs = _live_refs(...): a sample's copies drop one ref from each page it leaves.
     """
+    # EXERCISE: per sample: if it appends into a shared page, copy every page; a full last page opens one
     tables, free = tables.copy(), iter(int(b) for b in free_blocks)
     refs = _live_refs(tables, lens, block_size)
     copies, slots = [], []
@@ -121,7 +133,11 @@ def plan_copy_sequence(tables, lens, block_size, free_blocks):
 
 
 def plan_copy_on_write(tables, lens, block_size, free_blocks):
-    """v2: the rule of BlockManager.append_slot: one page copied, and only while it is shared."""
+    """v2: the rule of BlockManager.append_slot: one page copied, and only while it is shared.
+
+    Same outputs as plan_copy_sequence. The last owner left of a shared page writes in place.
+    """
+    # EXERCISE: like plan_copy_sequence, but copy only page j, and drop its ref so the last owner keeps it
     tables, free = tables.copy(), iter(int(b) for b in free_blocks)
     refs = _live_refs(tables, lens, block_size)
     copies, slots = [], []
@@ -299,11 +315,13 @@ def _step(plan, query, kv_cache, block_tables, context_lens, scale, new_kv, free
 
 def naive(query, kv_cache, block_tables, context_lens, scale, new_kv, free_blocks):
     """v1: appending into a shared page copies the sample's whole sequence."""
+    # EXERCISE: return _step(plan_copy_sequence, ...) with every input
     return _step(plan_copy_sequence, query, kv_cache, block_tables, context_lens, scale, new_kv, free_blocks)
 
 
 def optimized(query, kv_cache, block_tables, context_lens, scale, new_kv, free_blocks):
     """v2: copy-on-write: one page, only while shared."""
+    # EXERCISE: return _step(plan_copy_on_write, ...) with every input
     return _step(plan_copy_on_write, query, kv_cache, block_tables, context_lens, scale, new_kv, free_blocks)
 
 

@@ -93,7 +93,11 @@ class BlockPool(BlockAllocator):
         return block in self._entry
 
     def lookup(self, h: int, parent, tokens: tuple):
-        """The cached page for key ``h`` if it really holds ``tokens`` after ``parent``; else None."""
+        """The cached page for key ``h`` if it really holds ``tokens`` after ``parent``; else None.
+
+        A hash match is only a candidate: the page's entry (hash, parent page, tokens) must show the same
+        parent and the same tokens, so a collision is a miss, never a wrong page."""
+        # EXERCISE: self._by_hash.get(h); None if missing; else compare the entry's parent and tokens
         block = self._by_hash.get(h)
         if block is None:
             return None
@@ -110,7 +114,11 @@ class BlockPool(BlockAllocator):
         return True
 
     def allocate(self) -> int:
-        """A never-cached free page if there is one, else the least recently used cached page."""
+        """A never-cached free page if there is one, else the least recently used cached page.
+
+        Evicting a page drops its entry and its hash (it is no longer findable) and hands it out with
+        ref count 1; NoFreeBlockError when the stack and the LRU list are both empty."""
+        # EXERCISE: the stack first (super's allocate); else evict the LRU list's oldest page, ref count 1
         if self._free:
             return super().allocate()
         if not self._lru:
@@ -123,6 +131,7 @@ class BlockPool(BlockAllocator):
 
     def incref(self, block: int) -> None:
         """One more owner. A cached page nobody held comes off the LRU list: it must not be evicted."""
+        # EXERCISE: a ref-0 page on the LRU list comes off it with ref count 1; otherwise super's incref
         self._check(block)
         if self._ref_counts[block] == 0 and block in self._lru:
             del self._lru[block]
@@ -131,7 +140,10 @@ class BlockPool(BlockAllocator):
         super().incref(block)
 
     def free(self, block: int) -> None:
-        """One owner fewer; at zero a cached page joins the LRU list (newest end), others the stack."""
+        """One owner fewer; at zero a cached page joins the LRU list (newest end), others the stack.
+
+        As day 75's free: ValueError on a double free. A page is cached when it is in ``self._entry``."""
+        # EXERCISE: like day 75's free, but at zero a cached page (in self._entry) joins the LRU list's newest end
         self._check(block)
         if self._ref_counts[block] == 0:
             raise ValueError(f"block {block} is already free (double free)")
@@ -180,7 +192,9 @@ class PrefixCachingBlockManager(BlockManager):
         """The cached pages holding the prompt's leading full blocks (changes nothing).
 
         The last token is never a hit: it must run through the model for its logits, and its K/V go
-        into a page this sequence owns. So at most (len - 1) // block_size blocks are looked up."""
+        into a page this sequence owns. So at most (len - 1) // block_size blocks are looked up,
+        each with the previous hit as its parent, and the walk stops at the first miss."""
+        # EXERCISE: walk self._blocks over (len - 1) // block_size blocks; lookup each after the last hit
         token_ids = [int(t) for t in token_ids]
         hits, parent = [], None
         for h, tokens in self._blocks(token_ids, max(0, (len(token_ids) - 1) // self.block_size)):
@@ -192,7 +206,13 @@ class PrefixCachingBlockManager(BlockManager):
         return hits
 
     def allocate_prompt(self, seq_id, token_ids) -> int:
-        """Pages for a new sequence's prompt, cached ones shared; returns the tokens already cached."""
+        """Pages for a new sequence's prompt, cached ones shared; returns the tokens already cached.
+
+        ValueError if the sequence has a table. The hits gain an owner (a hit with ref count 0 comes
+        off the LRU list, so it leaves the free count too), fresh pages hold the rest, and the new full
+        pages are registered, each chained on its parent, until one cannot be. OutOfBlocksError,
+        changing nothing, when fresh pages plus revived hits exceed the free count."""
+        # EXERCISE: hits = match_prefix; fresh + revived must fit; incref hits, allocate, register new full pages
         if seq_id in self._tables:
             raise ValueError(f"sequence {seq_id!r} already has a block table")
         token_ids = [int(t) for t in token_ids]
@@ -251,6 +271,7 @@ def _finish(manager, prompts, written) -> Plan:
 
 def plan_recompute(prompts, num_blocks: int, block_size: int) -> Plan:
     """v1: no cache: every request gets fresh pages for its whole prompt and writes every token."""
+    # EXERCISE: a day 76 BlockManager; allocate every prompt whole; return _finish with 0 cached tokens each
     bm = PlainBlockManager(num_blocks, block_size)
     for s, p in enumerate(prompts):
         bm.allocate(s, len(p))
@@ -259,6 +280,7 @@ def plan_recompute(prompts, num_blocks: int, block_size: int) -> Plan:
 
 def plan_prefix_cache(prompts, num_blocks: int, block_size: int) -> Plan:
     """v2: requests in order through one prefix cache; only pages no earlier request wrote are written."""
+    # EXERCISE: a PrefixCachingBlockManager; allocate_prompt each prompt in order; _finish with the cached tokens
     bm = PrefixCachingBlockManager(num_blocks, block_size)
     cached = [bm.allocate_prompt(s, p) for s, p in enumerate(prompts)]
     return _finish(bm, prompts, cached)
@@ -383,8 +405,13 @@ def traffic(query, kv_cache, new_kv, prompts, scale):
 
 @cuda.jit
 def write_pages_kernel(new_words, cache_words, writes, row_words):
+    """One CUDA block per (page, K or V): row p of ``writes`` is (first token in new_kv, page, tokens);
+    the page's tokens are writes[p, 2] * row_words consecutive words from word writes[p, 0] * row_words
+    of new_words[kv], copied to the start of cache_words[kv, page]. The threads stride over the words,
+    four loads in flight before four stores, then the tail."""
     # new_words: (2, num_tokens * row_words); cache_words: (2, num_blocks, page_words)
     # writes: (pages, 3) of (first token, page, tokens); grid (pages, 2), blockIdx.y picks K or V.
+    # EXERCISE: p, kv from the block; src, page, words from writes[p]; stride over the words, 4 loads, 4 stores
     p = cuda.blockIdx.x
     kv = cuda.blockIdx.y
     # One address for the whole block: three broadcast loads, then no index math per word.
@@ -489,11 +516,13 @@ def _write_missed_pages(plan, page_words, new_words, writes, slots):
 
 def naive(query, kv_cache, new_kv, prompts, scale):
     """v1: recompute every prompt: fresh pages for all of it, every token written."""
+    # EXERCISE: return _step with plan_recompute, the inputs and _write_every_token
     return _step(plan_recompute, query, kv_cache, new_kv, prompts, scale, _write_every_token)
 
 
 def optimized(query, kv_cache, new_kv, prompts, scale):
     """v2: prefix caching: hit pages shared, only the missed pages written."""
+    # EXERCISE: return _step with plan_prefix_cache, the inputs and _write_missed_pages
     return _step(plan_prefix_cache, query, kv_cache, new_kv, prompts, scale, _write_missed_pages)
 
 

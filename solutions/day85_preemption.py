@@ -101,7 +101,14 @@ class SwappingBlockManager(PrefixCachingBlockManager):
         return ids
 
     def swap_out(self, seq_ids) -> list[tuple[int, int]]:
-        """Move the group's pages to host pages; returns the (gpu, cpu) copies to run, in order."""
+        """Move the group's pages to host pages; returns the (gpu, cpu) copies to run, in order.
+
+        Each distinct page of the group (first seen first) gets one host page from ``self.cpu_allocator``;
+        a page several of the group's tables hold is copied once, its host page gaining an owner per
+        further holder. The host tables and lengths go to ``self._swapped`` / ``self._swapped_lens`` and
+        the GPU tables are released with ``super().free``. OutOfBlocksError, changing nothing, when the
+        host pool has too few free pages."""
+        # EXERCISE: distinct pages (dict.fromkeys); enough host pages?; one host page each; record; super().free
         ids = self._group(seq_ids, self._tables, "on the GPU")
         pages = list(dict.fromkeys(b for s in ids for b in self._tables[s]))  # distinct, first seen first
         if len(pages) > self.num_free_cpu_blocks:  # check first: a half-swapped group would leak
@@ -121,7 +128,12 @@ class SwappingBlockManager(PrefixCachingBlockManager):
         return [(b, cpu_of[b]) for b in pages]
 
     def swap_in(self, seq_ids) -> list[tuple[int, int]]:
-        """Bring the group back into fresh GPU pages; returns the (cpu, gpu) copies to run, in order."""
+        """Bring the group back into fresh GPU pages; returns the (cpu, gpu) copies to run, in order.
+
+        The mirror of swap_out: one fresh GPU page per distinct host page, sharing kept within the
+        group; the tables and lengths come back and the host pages are freed. OutOfBlocksError,
+        changing nothing, when the GPU pool has too few free pages."""
+        # EXERCISE: the mirror of swap_out: distinct host pages, enough GPU pages?, one fresh page each; free the host
         ids = self._group(seq_ids, self._swapped, "swapped out")
         pages = list(dict.fromkeys(c for s in ids for c in self._swapped[s]))
         if len(pages) > self.num_free_blocks:
@@ -143,7 +155,9 @@ class SwappingBlockManager(PrefixCachingBlockManager):
         return [(c, gpu_of[c]) for c in pages]
 
     def free(self, seq_id) -> None:
-        """End a sequence, running or swapped out (a swapped one gives back its host pages)."""
+        """End a sequence, running or swapped out (a swapped one gives back its host pages, last first,
+        and forgets its host table and length)."""
+        # EXERCISE: a swapped sequence frees its host pages and forgets table and length; otherwise super().free
         if seq_id in self._swapped:
             for c in reversed(self._swapped.pop(seq_id)):
                 self.cpu_allocator.free(c)
@@ -299,8 +313,12 @@ def traffic(query, kv_cache, block_tables, context_lens, scale, swapped, free_bl
 
 @cuda.jit
 def swap_blocks_kernel(src, dst, mapping):
+    """One CUDA block per (pair, K or V): copy page mapping[p, 0] of src[kv] to page mapping[p, 1] of
+    dst[kv], the threads striding over its words, four loads in flight before four stores, then the
+    remainder."""
     # src: (2, src_pages, page_words); dst: (2, dst_pages, page_words); mapping: (pairs, 2) of
     # (src page, dst page). grid (pairs, 2): blockIdx.y picks K or V.
+    # EXERCISE: read the pair's (src, dst) pages once; stride over the page's words, 4 loads before 4 stores
     p = cuda.blockIdx.x
     kv = cuda.blockIdx.y
     s = mapping[p, 0]  # one address for the whole block: a broadcast load
@@ -371,7 +389,11 @@ def swap_space(shape, dtype) -> np.ndarray:
 
 
 def swap_page_by_page(cache_words, host, out_pairs, in_pairs) -> None:
-    """v1: one DMA per page and per K/V, out and back: 4 link transfers per page."""
+    """v1: one DMA per page and per K/V, out and back: 4 link transfers per page.
+
+    ``cache_words`` (2, num_blocks, page_words) on the device, ``host`` (2, host pages, page_words)
+    pinned; out_pairs rows are (gpu page, host page), in_pairs rows (host page, gpu page)."""
+    # EXERCISE: per (gpu, cpu) pair and K/V: cache_words[kv, g].copy_to_host(host[kv, c]); then back
     for g, c in out_pairs.tolist():
         for kv in range(2):
             cache_words[kv, g].copy_to_host(host[kv, c])
@@ -381,7 +403,10 @@ def swap_page_by_page(cache_words, host, out_pairs, in_pairs) -> None:
 
 
 def swap_batched(cache_words, host, out_pairs, in_pairs) -> None:
-    """v2: gather into a device staging buffer, one DMA out, one DMA back, scatter."""
+    """v2: gather into a device staging buffer, one DMA out, one DMA back, scatter.
+
+    The same arguments as swap_page_by_page; host page i is out_pairs' row i."""
+    # EXERCISE: staging (2, pairs, page_words); gather by out_pairs; one DMA out, one back; scatter by in_pairs
     pairs, page_words = out_pairs.shape[0], cache_words.shape[2]
     staging = cuda.device_array((2, pairs, page_words), dtype=cache_words.dtype)  # (K/V, pair, page)
     threads = min(THREADS, 32 * -(-page_words // 32))  # no idle warps on small pages
@@ -407,11 +432,13 @@ def _step(transfer, query, kv_cache, block_tables, context_lens, scale, swapped,
 
 def naive(query, kv_cache, block_tables, context_lens, scale, swapped, free_blocks):
     """v1: swap the group out and back one page (K, then V) at a time, then decode."""
+    # EXERCISE: return _step with swap_page_by_page and the seven inputs
     return _step(swap_page_by_page, query, kv_cache, block_tables, context_lens, scale, swapped, free_blocks)
 
 
 def optimized(query, kv_cache, block_tables, context_lens, scale, swapped, free_blocks):
     """v2: gather, one transfer each way through pinned memory, scatter, then decode."""
+    # EXERCISE: return _step with swap_batched and the seven inputs
     return _step(swap_batched, query, kv_cache, block_tables, context_lens, scale, swapped, free_blocks)
 
 
@@ -473,7 +500,11 @@ H200_FP16_TFLOPS = 790.0  # cuBLAS FP16 GEMM, measured
 def swap_vs_recompute_estimate(tokens: int, model: ModelShape = LLAMA3_8B, link_gbps: float = H200_LINK_GBPS,
                                tflops: float = H200_FP16_TFLOPS) -> dict:
     """Napkin math for preempting ``tokens`` tokens: the swap round trip at ``link_gbps`` each way
-    against recomputing them (a prefill) at ``tflops``. Times in ms."""
+    against recomputing them (a prefill) at ``tflops``. Times in ms.
+
+    Returns {"model": its name, "tokens", "bytes_each_way", "swap_ms" (out and back in),
+    "recompute_ms", "source": "estimate"}."""
+    # EXERCISE: bytes = tokens x model.kv_bytes_per_token(); swap: twice over the link; recompute: prefill_flops
     nbytes = tokens * model.kv_bytes_per_token()
     swap_ms = 2 * nbytes / (link_gbps * 1e9) * 1e3  # out, then back in
     recompute_ms = model.prefill_flops(tokens) / (tflops * 1e12) * 1e3

@@ -186,6 +186,19 @@ class Scheduler(_Base):
     """v2: iteration-level batching under a block budget."""
 
     def schedule(self) -> Batch:
+        """One step's batch, in three phases:
+
+        1. grow: every running request, oldest first, gets a slot for this step's token
+           (self.manager.append_slot) and a write (rid, token index, slot); when OutOfBlocksError is
+           raised, preempt the newest running request (self._preempt(self.running[-1])), which may be
+           the request itself, and retry;
+        2. admit, first come first served, while len(self.running) < self.max_batch and the head of
+           self.waiting fits: blocks_for(prompt + done + 1) plus one page of headroom per running
+           request must not exceed the free pages; self._admit_rows(r) allocates and lists its writes;
+        3. return self._record(Batch(running rids, their output index self.done[r], writes)).
+        Every row is live: finished requests left in complete().
+        """
+        # EXERCISE: grow each running request (preempt the newest on OutOfBlocksError), then admit FCFS
         # Grow every running request by this step's token, oldest first; when no page is left, the
         # newest request is preempted (its pages freed, recomputed on readmission), maybe itself.
         writes = []
@@ -211,6 +224,9 @@ class Scheduler(_Base):
         return self._record(Batch(list(self.running), [self.done[r] for r in self.running], writes))
 
     def complete(self, batch: Batch) -> None:
+        """The step ran: count the outputs (super().complete), then retire every running request that
+        has all its outputs: free its pages and drop it from self.running, now, not when others end."""
+        # EXERCISE: super().complete(batch), then free and remove each finished running request
         super().complete(batch)
         # Retire: a finished request leaves at once; its pages are free for the very next step.
         for r in [r for r in self.running if self.done[r] == self.output_lens[r]]:
@@ -290,9 +306,15 @@ def traffic(queries, kv_rows, prompt_lens, output_lens, scale, num_blocks, block
 
 @cuda.jit
 def move_rows_kernel(src, src_rows, dst, dst_rows):
+    """Row i of the plan copies src[src_rows[i]] to dst[dst_rows[i]]; src (n_src, words) and dst
+    (n_dst, words) are 8-byte words. One warp per row: row i = blockIdx.x * warps per block + warp;
+    lane l moves words l, l + 32, l + 64, ... Rows past src_rows.shape[0] do nothing. Two words per
+    lane per trip, both loads issued before either store, then the last word.
+    """
     # src: (n_src, words), dst: (n_dst, words); row i of the plan copies src[src_rows[i]] to
     # dst[dst_rows[i]]. One warp per row: the two index loads are one broadcast each, and the 32
     # lanes move 256 contiguous bytes per instruction on both sides.
+    # EXERCISE: find this warp's row and lane, then copy the row's words in steps of 32
     lane = cuda.threadIdx.x % WARP
     i = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + cuda.threadIdx.x // WARP
     if i >= src_rows.shape[0]:

@@ -216,6 +216,15 @@ class ChunkedScheduler(_Base):
     """v2: decodes first, then prompt chunks under the token budget."""
 
     def schedule(self) -> Step:
+        """Build the rows of one step (self._row(rows, rid, n) appends one) and return self._record(rows).
+
+        1. every running request that is decoding (self.decoding(rid)) gets 1 token;
+        2. running requests still in their prompt continue, oldest first, each with
+           min(tokens of prompt left, budget left);
+        3. while budget is left, self._try_admit() admits the queue's head (it becomes self.running[-1])
+           with a first chunk of min(its prompt, budget left).
+        """
+        # EXERCISE: decodes first, then prompt chunks, then admissions, all under the token budget
         rows = []
         budget = self.token_budget
         # 1. Every decoding request gets its token: max_batch <= budget, so there is always room.
@@ -385,6 +394,19 @@ def check_inputs(query, key_cache, value_cache, block_tables, query_start, conte
 
 @cuda.jit(fastmath=True)
 def prefill_naive_kernel(out, query, key_cache, value_cache, block_tables, query_start, context_lens, scale):
+    """One warp per (new token, head): warp_id = global thread id // 32 -> row = warp_id // num_heads,
+    head = warp_id % num_heads; whole warps past total_q * num_heads return.
+
+    - The row's sequence: binary search for the last s with query_start[s] <= row. Its position is
+      pos = ctx - q_len + (row - query_start[seq]); it attends to tokens 0..pos (causal).
+    - Lane owns columns d = e * 32 + lane, e < MAX_COLS (guard d < head_dim): keep q * scale and the
+      accumulator in cuda.local.array(MAX_COLS, float32) with constant-trip loops (registers).
+    - Per token t: K row at block_tables[seq, t // block_size], row t % block_size; a partial dot
+      product per lane, summed with shfl_xor_sync over 16, 8, 4, 2, 1; an online softmax with running
+      max m (start at NO_LOGIT) and sum l, rescaled by exp2(m - m_new). scale includes log2(e): exp2.
+    - Write out[row, head, d] = acc / l.
+    """
+    # EXERCISE: find the row's sequence and position, then a shfl_xor dot product + online softmax per key
     warp_id = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // WARP
     lane = cuda.threadIdx.x % WARP
     total_q, num_heads, head_dim = query.shape
@@ -458,6 +480,24 @@ def prefill_kernel(head_dim: int):
     @cuda.jit(fastmath=True)
     def prefill_tiled_kernel(out, query, key_cache, value_cache, block_tables, query_start, context_lens,
                              tiles, scale):
+        """One block per (head = blockIdx.x, tile = blockIdx.y): tiles[tile] = (seq, t0), the tile's
+        first new token within its sequence; NUM_WARPS warps; scale includes log2(e).
+
+        - past = ctx - q_len; the tile has n_q = min(TILE_Q, q_len - t0) tokens and needs keys
+          0 .. n_keys - 1 with n_keys = past + t0 + n_q.
+        - Stage the tile's queries (times scale) into cuda.shared.array((TILE_Q, HD), float32), zeros
+          past n_q. Warp w owns queries w * QPW .. w * QPW + QPW - 1: m, l, s and acc (ACC = QPW * VEC)
+          in cuda.local.array.
+        - Per trip of KV_TILE keys from k0: syncthreads; stage K and V rows (float32, padded rows of
+          ROW = HD + 1) with consecutive threads on consecutive columns, zeros for rows >= n_keys (never
+          read them); syncthreads.
+        - Scores: lane j computes key k0 + j for each of the warp's queries from shared memory; mask
+          key > position to -inf; warp max and sum by shfl_xor_sync; online-softmax update; write p to
+          cuda.shared.array((NUM_WARPS, QPW, KV_TILE), float32); syncwarp.
+        - P @ V: lane owns columns e * 32 + lane: acc[qq, e] += p[qq, j] * V[j, col] over the trip's keys.
+        - Finally out[q0 + t0 + r, head, col] = acc / l for the warp's rows r < n_q.
+        """
+        # EXERCISE: stage the query tile; per trip of 32 keys: K/V between two syncthreads, causal scores, P @ V
         head = cuda.blockIdx.x
         seq = tiles[cuda.blockIdx.y, 0]
         t0 = tiles[cuda.blockIdx.y, 1]  # the tile's first new token, counted within its sequence

@@ -254,11 +254,20 @@ def traffic(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
 
 @cuda.jit
 def rope_cache_kernel(qkv, positions, slot_mapping, cos_sin, query, key_cache, value_cache):
-    # qkv: (tokens, (num_heads + 2 * num_kv_heads) * head_dim), each row [q heads | k heads | v heads]
-    # query: (tokens, num_heads, head_dim); caches: (num_blocks, block_size, num_kv_heads, head_dim)
-    # cos_sin: (max_len, head_dim), cos of pair p's angle at [pos, p], sin at [pos, half + p]
+    """One thread per (token t, pair p), p < head_dim // 2, t = i // half.
+
+    qkv: (tokens, (num_heads + 2 * num_kv_heads) * head_dim), each row [q heads | k heads | v heads];
+    query: (tokens, num_heads, head_dim); caches: (num_blocks, block_size, num_kv_heads, head_dim);
+    cos_sin: (max_len, head_dim) with c = cos_sin[pos, p], s = cos_sin[pos, half + p], pos = positions[t].
+
+    For every q head and k head, rotate the pair (x1, x2) = (x[p], x[p + half]):
+        out[p] = x1 * c - x2 * s        out[p + half] = x2 * c + x1 * s
+    q goes to query[t]; k and v (v unrotated) go to the cache row of slot slot_mapping[t]
+    (page slot // block_size, offset slot % block_size). Guard threads past tokens * half.
+    """
     # One thread per (token, pair p): it rotates (x[p], x[p + half]) of every head, so a warp's lanes
     # read consecutive words of each head (coalesced) and the position's cos/sin are loaded once.
+    # EXERCISE: find (t, p), load cos/sin at positions[t], rotate q into query, k into the slot's row, copy v
     i = cuda.grid(1)
     num_heads, head_dim = query.shape[1], query.shape[2]
     num_kv_heads = key_cache.shape[2]
@@ -427,7 +436,17 @@ class Engine:
     def schedule(self) -> list[Sequence]:
         """Reserve one slot for every running sequence's next token, oldest first, preempting the newest
         when the pages run out; then admit waiting requests, first come first served, while their
-        tokens fit. Returns the step's sequences, each with ``new_tokens`` set."""
+        tokens fit. Returns the step's sequences, each with ``new_tokens`` set.
+
+        - running sequences (self.running, oldest first) each need one slot: self.blocks.append_slot(rid)
+          raises OutOfBlocksError, changing nothing, when no page is free; then preempt the newest
+          running sequence (self._preempt) and try again; if that was the sequence itself, stop.
+          A sequence that got its slot feeds 1 new token.
+        - then, while the first waiting request's tokens (prompt, plus its output so far if it was
+          preempted) fit (self.blocks.can_allocate), allocate them, set new_tokens to all of them
+          (a preempted sequence recomputes its K/V) and append it to self.running.
+        """
+        # EXERCISE: a loop over self.running with append_slot / _preempt, then a loop admitting from self.waiting
         i = 0
         while i < len(self.running):
             seq = self.running[i]

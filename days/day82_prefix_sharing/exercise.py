@@ -1,15 +1,43 @@
-"""Day 82 exercise: prefix sharing -- fork a prompt's pages instead of copying them.
+"""Day 82 exercise: prefix sharing -- parallel sampling forks a prompt's pages instead of copying them.
 
-Write, in this order:
-  1. SharingBlockManager.copy_fork -- the child gets a private copy of every page of the parent.
-  2. SharingBlockManager.fork      -- the child shares the parent's full pages (incref each);
-                                      only a partially filled last page gets a fresh page + a copy.
-  3. unshare_kernel                -- naive: give samples 1.. private copies of the shared pages.
-  4. optimized                     -- decode over the shared tables as they are.
+Parallel sampling (n completions of one prompt) and beam search start from one sequence and split
+it. Every child needs the prompt's K and V; the question is whether it gets its own copy.
 
-Both forks record their (src, dst) page copies in self._copies (take_copies hands them out), and
-both raise OutOfBlocksError, changing nothing, when the free pages do not cover the copies.
-Grade with:  make check DAY=82
+Host side (graded by its own tests):
+  SharingBlockManager  day 76's BlockManager plus
+    copy_fork(parent, child)  naive: the child gets fresh pages for every block of the parent and a
+                              page copy for each: n samples hold n copies of the prompt.
+    fork(parent, child)       shared: the child's table points at the parent's full pages, whose ref
+                              counts rise (day 75); only a partially filled last page is copied,
+                              because both owners will write their next tokens into it.
+    take_copies()             the (src, dst) page copies the forks since the last call require;
+                              the caller runs them (day 75's copy_blocks) before writing any token.
+
+The day contract is "fork, then one decode step" over forked samples whose tables already share
+the prompt's full pages (as fork leaves them):
+  v1 naive      a system without sharing: unshare_kernel gives every sample but the first private
+                copies of the shared pages (new tables + a copy plan), day 75's copy_blocks kernel
+                copies them, then day 78's PagedAttention decodes over the private pages.
+  v2 optimized  day 78's PagedAttention straight on the shared tables: sharing needs nothing from the
+                kernel, and the samples' blocks re-read the same prompt pages, which L2 serves.
+Why host code plus kernels: who owns a page is bookkeeping with one right answer; what sharing
+saves on the GPU is the copies and the distinct bytes a decode step reads, which a kernel times.
+
+Napkin math (16 samples, prompt 4096 tokens, 8 KV heads x 128, fp16, pages of 16): the prompt's K and
+V are 4096 * 8 * 128 * 2 B * 2 = 16.8 MB. Copying it for 15 more samples reads and writes 252 MB
+each way (~0.12 ms at ~4.1 TB/s) and holds 15 x 256 extra pages; shared, the 16.8 MB sit once in
+HBM and fit in the H200's 60 MB L2, so 16 samples read them from HBM about once.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  SharingBlockManager.copy_fork  table = self._new_child(...); OutOfBlocksError if too few free; fresh pages + their
+                                 copies (8 lines)
+  SharingBlockManager.fork       a partial last page needs one free page, else OutOfBlocksError; incref the rest;
+                                 copy it (15 lines)
+  unshare_kernel                 i = cuda.grid(1); guard; s, j from the table width; new_tables[s, j]; a copy row
+                                 where s > 0, j < shared (14 lines)
+  optimized                      validate with _check, then day 78's attention (paged_attention) on the tables as
+                                 they are (2 lines)
+Everything else in this file is given. Grade with:  make check DAY=82
 """
 
 import math
@@ -22,6 +50,7 @@ from course.launch import as_words
 from solutions.day75_block_allocator import copy_blocks_kernel
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS
+from solutions.day78_paged_attention_v1 import VERSION_RTOL  # noqa: F401  (the bench reads it: SDPA in fp16)
 from solutions.day78_paged_attention_v1 import check_inputs
 from solutions.day78_paged_attention_v1 import optimized as paged_attention
 from solutions.day78_paged_attention_v1 import reference as paged_reference
@@ -30,6 +59,7 @@ TITLE = "Prefix sharing: fork with ref counts"
 MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
+ERROR_FLOOR = 1e-2  # attention outputs average many rows towards zero (course.checking: the floor)
 THREADS = 128
 
 __all__ = ["OutOfBlocksError", "SharingBlockManager"]
@@ -46,16 +76,24 @@ class SharingBlockManager(BlockManager):
         return self.allocator.ref_count(block)
 
     def copy_fork(self, parent_id, child_id) -> None:
-        """v1: the child gets a private copy of every page of the parent."""
-        raise NotImplementedError("Day 82: table = self._new_child(...); OutOfBlocksError if len(table) > free; "
-                                  "allocate one page per parent page, record the (src, dst) copies, set the "
-                                  "child's table and length (8 lines)")
+        """v1: the child gets a private copy of every page of the parent.
+
+        One fresh page per parent page, each recorded as a (src, dst) copy in ``self._copies``
+        (take_copies hands them out); the child's table is the fresh pages, its length the parent's.
+        OutOfBlocksError, changing nothing, when the free pages cannot hold the copies.
+        """
+        raise NotImplementedError("Day 82: table = self._new_child(...); OutOfBlocksError if too few free; fresh pages "
+                                  "+ their copies (8 lines)")
 
     def fork(self, parent_id, child_id) -> None:
-        """v2: the child shares the parent's full pages; a partially filled last page is copied."""
-        raise NotImplementedError("Day 82: a partial last page (len % block_size) needs one free page, "
-                                  "else OutOfBlocksError before any change; incref the shared pages; "
-                                  "allocate + record the copy for the partial one (15 lines)")
+        """v2: the child shares the parent's full pages; a partially filled last page is copied.
+
+        Each shared page gains an owner (``self.allocator.incref``). A partial last page (length not a
+        multiple of block_size) gets a fresh page for the child and a (src, dst) copy in
+        ``self._copies``. OutOfBlocksError, before any change, when that page finds no free block.
+        """
+        raise NotImplementedError("Day 82: a partial last page needs one free page, else OutOfBlocksError; incref the "
+                                  "rest; copy it (15 lines)")
 
     def take_copies(self) -> list[tuple[int, int]]:
         """The page copies owed since the last call, as (src, dst); run them before writing tokens."""
@@ -184,13 +222,13 @@ def traffic(query, key_cache, value_cache, block_tables, context_lens, scale, sh
 
 @cuda.jit
 def unshare_kernel(block_tables, free_blocks, shared_blocks, new_tables, block_mapping):
-    # block_tables, new_tables: (num_seqs, max_blocks); free_blocks: (>= (num_seqs - 1) * shared,)
-    # block_mapping: ((num_seqs - 1) * shared_blocks, 2) of (src, dst). One thread per table entry.
     """Thread i owns entry (s, j) of the tables. Samples s >= 1 replace each of their first
     shared_blocks entries by the free page free_blocks[(s - 1) * shared_blocks + j] and write the copy
     (old page, new page) into that row of block_mapping; every other entry is copied unchanged."""
-    raise NotImplementedError("Day 82: i = cuda.grid(1); guard; s, j = divmod by the table width; "
-                              "pick the page (maybe a free one + a mapping row); write new_tables (13 lines)")
+    # block_tables, new_tables: (num_seqs, max_blocks); free_blocks: (>= (num_seqs - 1) * shared,)
+    # block_mapping: ((num_seqs - 1) * shared_blocks, 2) of (src, dst). One thread per table entry.
+    raise NotImplementedError("Day 82: i = cuda.grid(1); guard; s, j from the table width; new_tables[s, j]; a copy "
+                              "row where s > 0, j < shared (14 lines)")
 
 
 _UNSHARE_SIG = "void(int32[:, ::1], int32[::1], int64, int32[:, ::1], int32[:, ::1])"
@@ -256,8 +294,8 @@ def naive(query, key_cache, value_cache, block_tables, context_lens, scale, shar
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale, shared_blocks, free_blocks):
     """v2: decode straight over the shared pages."""
-    raise NotImplementedError("Day 82: validate with _check, then call day 78's attention (paged_attention) "
-                              "on the tables as they are (2 lines)")
+    raise NotImplementedError("Day 82: validate with _check, then day 78's attention (paged_attention) on the tables "
+                              "as they are (2 lines)")
 
 
 def memory_report(cfg, seed: int = 0) -> dict:

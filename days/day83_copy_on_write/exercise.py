@@ -1,15 +1,46 @@
-"""Day 83 exercise: copy-on-write -- copy a forked page only when a sharer writes into it.
+"""Day 83 exercise: copy-on-write -- a forked page is copied only when a sharer writes into it.
 
-Write, in this order:
-  1. BlockManager.fork         -- the child shares every page of the parent (incref each); no copies.
-  2. BlockManager.append_slot  -- a token landing in a page with ref count > 1 takes one new page:
-                                  owe the copy (old, new) in self._copies, free one ref of the old page,
-                                  put the new page in the table. OutOfBlocksError changes nothing.
-  3. plan_copy_sequence        -- naive plan: a sample appending into a shared page copies every page.
-  4. plan_copy_on_write        -- optimized plan: the append_slot rule on arrays.
+Day 82's fork copied a partly filled last page at once, even for a sample that never grows or whose
+parent is freed a moment later. Copy-on-write shares every page at fork time and defers the copy
+to the first append that lands in a page somebody else still holds.
 
-The host functions that run the plans' copies (day 75), token writes (day 77) and the decode (day 78)
-are given. Grade with:  make check DAY=83
+Host side (graded by its own tests):
+  BlockManager  day 82's SharingBlockManager with
+    fork(parent, child)   the child shares every page, the partial last one too; ref counts rise.
+    append_slot(seq)      when the token lands in a page whose ref count is > 1, take exactly one
+                          new page, owe the copy (old, new) to take_copies(), drop one ref of the old
+                          page, and write into the new one; the other owners keep the old page. A
+                          page with one owner is written in place, whatever its history.
+    take_copies()         the (src, dst) copies the appends since the last call require.
+  OutOfBlocksError (day 76) when no page is free for a needed copy; nothing changes.
+
+The day contract is one decode step over forked samples: append each sample's new token, then
+attend. The plan (which pages to copy, where each token goes) is host bookkeeping, as in a serving
+engine's scheduler; the copies, the token writes and the attention are kernels:
+  v1 naive      plan_copy_sequence: a sample appending into a shared page gets private copies of
+                every page of its sequence (day 75's copy_blocks moves them all).
+  v2 optimized  plan_copy_on_write: the same rule as append_slot: one page copied, only while shared.
+Both then write the tokens with day 77's reshape_and_cache kernel and decode with day 78's
+PagedAttention over the new tables.
+
+Napkin math (16 samples forked from a 4001-token prompt, 8 KV heads x 128, fp16, pages of 16): a page
+of K and V is 64 KB. On the first step after the fork every sample but the last owner of the shared
+tail page appends into it: copy-on-write copies 15 pages (1 MB read + 1 MB written, microseconds);
+copying each whole sequence moves 15 x 251 pages x 64 KB = 246 MB each way, ~0.12 ms at ~4.1 TB/s,
+and holds 3,765 more pages.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  BlockManager.fork         table = self._new_child(parent, child); incref every page; the child's table and length
+                            (5 lines)
+  BlockManager.append_slot  j, offset = divmod(len, block_size); a shared page: copy it; j == len(table): a new page
+                            (17 lines)
+  plan_copy_sequence        per sample: if it appends into a shared page, copy every page; a full last page opens
+                            one (16 lines)
+  plan_copy_on_write        like plan_copy_sequence, but copy only page j, and drop its ref so the last owner keeps
+                            it (14 lines)
+  naive                     return _step(plan_copy_sequence, ...) with every input (1 line)
+  optimized                 return _step(plan_copy_on_write, ...) with every input (1 line)
+Everything else in this file is given. Grade with:  make check DAY=83
 """
 
 import math
@@ -33,6 +64,7 @@ TITLE = "Copy-on-write"
 MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
+ERROR_FLOOR = 1e-2  # attention outputs average many rows towards zero (course.checking: the floor)
 
 __all__ = ["BlockManager", "OutOfBlocksError"]
 
@@ -41,15 +73,22 @@ class BlockManager(SharingBlockManager):
     """Block tables with fork and copy-on-write (the interface later days build on)."""
 
     def fork(self, parent_id, child_id) -> None:
-        """The child shares every page of the parent; nothing is copied yet."""
-        raise NotImplementedError("Day 83: table = self._new_child(parent, child); incref every page; "
-                                  "give the child a copy of the list and the parent's length (6 lines)")
+        """The child shares every page of the parent, the partial last one too (each gains an owner
+        through ``self.allocator.incref``); the child's table is a copy of the parent's list, its length
+        the parent's. Nothing is copied yet."""
+        raise NotImplementedError("Day 83: table = self._new_child(parent, child); incref every page; the child's "
+                                  "table and length (5 lines)")
 
     def append_slot(self, seq_id) -> int:
-        """Room for one more token; a shared page is copied first (one page, once)."""
-        raise NotImplementedError("Day 83: j, offset = divmod(len, block_size); shared page (ref > 1): "
-                                  "OutOfBlocksError if none free, else allocate, owe the copy, free the old "
-                                  "ref, swap it in; j == len(table): a new page; bump the length (18 lines)")
+        """Room for one more token; a shared page is copied first (one page, once). Returns the slot.
+
+        A token landing in a page with ref count > 1 takes one new page: owe the copy (old, new) in
+        ``self._copies``, drop one ref of the old page (the other owners keep it), put the new page in
+        the table. A page with one owner is written in place, whatever its history; a full last page
+        opens a new one. OutOfBlocksError, changing nothing, when the page it needs finds no free block.
+        """
+        raise NotImplementedError("Day 83: j, offset = divmod(len, block_size); a shared page: copy it; j == "
+                                  "len(table): a new page (17 lines)")
 
 
 # --- the plans: which pages to copy and where each new token goes ---------------------------------------
@@ -66,9 +105,8 @@ def plan_copy_sequence(tables, lens, block_size, free_blocks):
     of each sample's new token. Free pages are taken from ``free_blocks`` in order. Start from
     refs = _live_refs(...): a sample's copies drop one ref from each page it leaves.
     """
-    raise NotImplementedError("Day 83: per sample: j, offset = divmod(n, bs); if offset and refs of "
-                              "table[s, j] > 1: copy every page to a fresh one; if j == pages: open a new "
-                              "page; slot = table[s, j] * bs + offset (16 lines)")
+    raise NotImplementedError("Day 83: per sample: if it appends into a shared page, copy every page; a full last page "
+                              "opens one (16 lines)")
 
 
 def plan_copy_on_write(tables, lens, block_size, free_blocks):
@@ -76,8 +114,8 @@ def plan_copy_on_write(tables, lens, block_size, free_blocks):
 
     Same outputs as plan_copy_sequence. The last owner left of a shared page writes in place.
     """
-    raise NotImplementedError("Day 83: like plan_copy_sequence, but copy only page j, and decrement its "
-                              "ref so the last owner keeps it (14 lines)")
+    raise NotImplementedError("Day 83: like plan_copy_sequence, but copy only page j, and drop its ref so the last "
+                              "owner keeps it (14 lines)")
 
 
 # --- the day contract: append one token per forked sample, then decode ------------------------------------

@@ -1,18 +1,62 @@
-"""Day 84 exercise: prefix caching -- find a prompt's full pages by a chain hash and reuse them.
+"""Day 84 exercise: prefix caching -- a prompt's full pages are found by a chain hash and reused, not recomputed.
 
-Write, in this order:
-  1. BlockPool.lookup / allocate / incref / free  -- the cache in the allocator: a hash match is only a
-     candidate (compare parent page and tokens); freed cached pages wait on an LRU list; allocate takes
-     never-cached pages first, then evicts the oldest; a hit takes its page back off the list.
-  2. PrefixCachingBlockManager.match_prefix     -- chain hashes block by block, stop at the first miss;
-     never look up the block holding the last token.
-  3. PrefixCachingBlockManager.allocate_prompt  -- share the hits, allocate the rest, cache the new full
-     pages. OutOfBlocksError changes nothing.
-  4. write_pages_kernel                         -- one CUDA block per missed page, 8-byte words.
-  5. plan_recompute, plan_prefix_cache, naive, optimized -- a few lines each.
+Requests to one deployment share long prefixes: a system prompt, few-shot examples, the earlier
+turns of a conversation. Their K and V are the same every time, because the K/V of token t depends
+only on tokens 0..t. Prefix caching keeps every full page after its request ends and hands it to the
+next request whose prompt starts with the same tokens.
 
-The hash, the plans' bookkeeping (_finish), the token-per-block write (day 77), the decode (day 78) and
-input validation are given. Grade with:  make check DAY=84
+Host side (graded by its own tests):
+  BlockPool  day 75's allocator plus the cache: full pages indexed by their chain hash; a cached
+             page no table holds is kept on an LRU list and evicted (least recently used first) only
+             when no never-cached page is free. A hit on such a page takes it back off the list.
+  PrefixCachingBlockManager  day 83's BlockManager (fork, copy-on-write) plus
+    match_prefix(tokens)     the cached pages holding the prompt's leading full blocks. Block j's key
+                             is hash(key of block j - 1, its tokens): a page is the same only if its
+                             whole prefix is. A hash match is a candidate; the page's stored tokens
+                             and parent page must match too, so a collision is a miss, never a
+                             wrong page.
+    allocate_prompt(seq, tokens)  hits shared (ref counts rise), fresh pages for the rest; the new
+                             full pages enter the cache. Returns the number of cached tokens.
+
+The day contract is the prompt step of a batch of requests sharing a system prompt: write each
+prompt's K and V into its pages, then the first decode step's attention (day 78) for every request:
+  v1 naive      plan_recompute: no cache: every request gets fresh pages for its whole prompt, and
+                day 77's reshape_and_cache writes every prompt token (one CUDA block per token).
+  v2 optimized  plan_prefix_cache: hit pages are shared, so only the missed pages are written, by
+                write_pages_kernel: one CUDA block per page, the page's tokens one contiguous run
+                of 8-byte words in the input and in the cache.
+new_kv holds every prompt token's K/V (what recomputing would produce); v2 reads only the missed ones.
+
+Napkin math (64 requests, a 2048-token system prompt plus 1-256 own tokens each, 8 KV heads x 128,
+fp16, pages of 16): a token's K and V are 4 KB. v1 writes all ~139k prompt tokens: 570 MB read and
+570 MB written, ~0.28 ms at ~4.1 TB/s, and holds ~8,700 pages. v2 writes the system prompt once plus
+each request's own tokens: ~12k tokens, ~50 MB each way, ~25 us, and holds ~1,100 pages. The model's
+prefill that the cache also skips (2 x parameters FLOPs per token) is worth far more: see the lesson.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  BlockPool.lookup                           self._by_hash.get(h); None if missing; else compare the entry's parent
+                                             and tokens (5 lines)
+  BlockPool.allocate                         the stack first (super's allocate); else evict the LRU list's oldest
+                                             page, ref count 1 (9 lines)
+  BlockPool.incref                           a ref-0 page on the LRU list comes off it with ref count 1; otherwise
+                                             super's incref (6 lines)
+  BlockPool.free                             like day 75's free, but at zero a cached page (in self._entry) joins
+                                             the LRU list's newest end (9 lines)
+  PrefixCachingBlockManager.match_prefix     walk self._blocks over (len - 1) // block_size blocks; lookup each
+                                             after the last hit (9 lines)
+  PrefixCachingBlockManager.allocate_prompt  hits = match_prefix; fresh + revived must fit; incref hits, allocate,
+                                             register new full pages (23 lines)
+  plan_recompute                             a day 76 BlockManager; allocate every prompt whole; return _finish with
+                                             0 cached tokens each (4 lines)
+  plan_prefix_cache                          a PrefixCachingBlockManager; allocate_prompt each prompt in order;
+                                             _finish with the cached tokens (3 lines)
+  write_pages_kernel                         p, kv from the block; src, page, words from writes[p]; stride over the
+                                             words, 4 loads, 4 stores (20 lines)
+  naive                                      return _step with plan_recompute, the inputs and _write_every_token (1
+                                             line)
+  optimized                                  return _step with plan_prefix_cache, the inputs and _write_missed_pages
+                                             (1 line)
+Everything else in this file is given. Grade with:  make check DAY=84
 """
 
 import math
@@ -23,8 +67,8 @@ import numpy as np
 
 from course import cuda, launch
 from course.launch import word_dtype
-from solutions.day75_block_allocator import BlockAllocator, NoFreeBlockError  # noqa: F401
-from solutions.day76_block_tables import BlockManager as PlainBlockManager  # noqa: F401 (for plan_recompute)
+from solutions.day75_block_allocator import BlockAllocator, NoFreeBlockError
+from solutions.day76_block_tables import BlockManager as PlainBlockManager
 from solutions.day77_reshape_and_cache import reshape_and_cache_kernel
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS
 from solutions.day78_paged_attention_v1 import check_inputs
@@ -36,6 +80,7 @@ MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
 RTOL = 5e-4  # float32 softmax sums; a page computed under another prefix is off by far more
+ERROR_FLOOR = 1e-2  # attention outputs average many rows towards zero (course.checking: the floor)
 THREADS = 256
 
 __all__ = ["BlockPool", "OutOfBlocksError", "PrefixCachingBlockManager", "block_hash"]
@@ -73,9 +118,12 @@ class BlockPool(BlockAllocator):
         return block in self._entry
 
     def lookup(self, h: int, parent, tokens: tuple):
-        """The cached page for key ``h`` if it really holds ``tokens`` after ``parent``; else None."""
-        raise NotImplementedError("Day 84: block = self._by_hash.get(h); None if missing; else compare the entry's "
-                                  "parent and tokens with the arguments: a hash match proves nothing (5 lines)")
+        """The cached page for key ``h`` if it really holds ``tokens`` after ``parent``; else None.
+
+        A hash match is only a candidate: the page's entry (hash, parent page, tokens) must show the same
+        parent and the same tokens, so a collision is a miss, never a wrong page."""
+        raise NotImplementedError("Day 84: self._by_hash.get(h); None if missing; else compare the entry's parent and "
+                                  "tokens (5 lines)")
 
     def register(self, block: int, h: int, parent, tokens: tuple) -> bool:
         """Make a full page findable by its key; False when the key is taken (then it stays private)."""
@@ -86,19 +134,24 @@ class BlockPool(BlockAllocator):
         return True
 
     def allocate(self) -> int:
-        """A never-cached free page if there is one, else the least recently used cached page."""
-        raise NotImplementedError("Day 84: the stack first via super's allocate; else NoFreeBlockError if the LRU list"
-                                  " is empty; else pop its oldest page, drop its entry and hash, ref count 1 (8 lines)")
+        """A never-cached free page if there is one, else the least recently used cached page.
+
+        Evicting a page drops its entry and its hash (it is no longer findable) and hands it out with
+        ref count 1; NoFreeBlockError when the stack and the LRU list are both empty."""
+        raise NotImplementedError("Day 84: the stack first (super's allocate); else evict the LRU list's oldest page, "
+                                  "ref count 1 (9 lines)")
 
     def incref(self, block: int) -> None:
         """One more owner. A cached page nobody held comes off the LRU list: it must not be evicted."""
-        raise NotImplementedError("Day 84: a page with ref count 0 on the LRU list: take it off the list, ref count 1;"
-                                  " otherwise super's incref (6 lines)")
+        raise NotImplementedError("Day 84: a ref-0 page on the LRU list comes off it with ref count 1; otherwise "
+                                  "super's incref (6 lines)")
 
     def free(self, block: int) -> None:
-        """One owner fewer; at zero a cached page joins the LRU list (newest end), others the stack."""
-        raise NotImplementedError("Day 84: like day 75's free, but at zero a cached page, one in self._entry, goes to "
-                                  "the newest end of the LRU list, others onto the stack (9 lines)")
+        """One owner fewer; at zero a cached page joins the LRU list (newest end), others the stack.
+
+        As day 75's free: ValueError on a double free. A page is cached when it is in ``self._entry``."""
+        raise NotImplementedError("Day 84: like day 75's free, but at zero a cached page (in self._entry) joins the "
+                                  "LRU list's newest end (9 lines)")
 
 
 class PrefixCachingBlockManager(BlockManager):
@@ -138,15 +191,20 @@ class PrefixCachingBlockManager(BlockManager):
         """The cached pages holding the prompt's leading full blocks (changes nothing).
 
         The last token is never a hit: it must run through the model for its logits, and its K/V go
-        into a page this sequence owns. So at most (len - 1) // block_size blocks are looked up."""
-        raise NotImplementedError("Day 84: walk self._blocks over the first [len - 1] // block_size blocks; lookup "
-                                  "each with the previous hit as parent; stop at the first miss (9 lines)")
+        into a page this sequence owns. So at most (len - 1) // block_size blocks are looked up,
+        each with the previous hit as its parent, and the walk stops at the first miss."""
+        raise NotImplementedError("Day 84: walk self._blocks over (len - 1) // block_size blocks; lookup each after "
+                                  "the last hit (9 lines)")
 
     def allocate_prompt(self, seq_id, token_ids) -> int:
-        """Pages for a new sequence's prompt, cached ones shared; returns the tokens already cached."""
-        raise NotImplementedError("Day 84: hits = match_prefix; OutOfBlocksError unless fresh + revived hits <= free; "
-                                  "incref the hits first, allocate the rest, register the new full pages chained on "
-                                  "their parent until one fails; set table and length (22 lines)")
+        """Pages for a new sequence's prompt, cached ones shared; returns the tokens already cached.
+
+        ValueError if the sequence has a table. The hits gain an owner (a hit with ref count 0 comes
+        off the LRU list, so it leaves the free count too), fresh pages hold the rest, and the new full
+        pages are registered, each chained on its parent, until one cannot be. OutOfBlocksError,
+        changing nothing, when fresh pages plus revived hits exceed the free count."""
+        raise NotImplementedError("Day 84: hits = match_prefix; fresh + revived must fit; incref hits, allocate, "
+                                  "register new full pages (23 lines)")
 
 
 # --- the plans: pages per request and which pages this step must write --------------------------------
@@ -188,8 +246,8 @@ def plan_recompute(prompts, num_blocks: int, block_size: int) -> Plan:
 
 def plan_prefix_cache(prompts, num_blocks: int, block_size: int) -> Plan:
     """v2: requests in order through one prefix cache; only pages no earlier request wrote are written."""
-    raise NotImplementedError("Day 84: a PrefixCachingBlockManager; cached tokens = its allocate_prompt for each "
-                              "prompt in order; return _finish with them (3 lines)")
+    raise NotImplementedError("Day 84: a PrefixCachingBlockManager; allocate_prompt each prompt in order; _finish with "
+                              "the cached tokens (3 lines)")
 
 
 # --- the day contract: one prompt step of a batch, then the first decode step's attention -----------------
@@ -311,11 +369,14 @@ def traffic(query, kv_cache, new_kv, prompts, scale):
 
 @cuda.jit
 def write_pages_kernel(new_words, cache_words, writes, row_words):
+    """One CUDA block per (page, K or V): row p of ``writes`` is (first token in new_kv, page, tokens);
+    the page's tokens are writes[p, 2] * row_words consecutive words from word writes[p, 0] * row_words
+    of new_words[kv], copied to the start of cache_words[kv, page]. The threads stride over the words,
+    four loads in flight before four stores, then the tail."""
     # new_words: (2, num_tokens * row_words); cache_words: (2, num_blocks, page_words)
     # writes: (pages, 3) of (first token, page, tokens); grid (pages, 2), blockIdx.y picks K or V.
-    raise NotImplementedError("Day 84: one CUDA block per (page, K or V): src = writes[p, 0] * row_words, page = "
-                              "writes[p, 1], words = writes[p, 2] * row_words; threads stride over the words, four "
-                              "loads before four stores (20 lines)")
+    raise NotImplementedError("Day 84: p, kv from the block; src, page, words from writes[p]; stride over the words, 4 "
+                              "loads, 4 stores (20 lines)")
 
 
 _TOKEN_SIG = "void(uint64[:, ::1], uint64[:, ::1], uint64[:, :, ::1], int64[::1])"

@@ -1,17 +1,57 @@
-"""Day 85 exercise: preemption -- swap a sequence's pages to pinned host memory and back, or recompute.
+"""Day 85 exercise: preemption -- when pages run out, swap a sequence's pages to host memory or recompute them.
 
-Write, in this order:
-  1. SwappingBlockManager.swap_out / swap_in / free  -- the swap space is a second allocator over host
-     pages. A page the group shares is copied once (its host ref count = its holders in the group);
-     OutOfBlocksError changes nothing; a swapped-out sequence can be freed.
-  2. swap_blocks_kernel   -- copy pages between two (2, pages, page_words) arrays by a (src, dst) map.
-  3. swap_page_by_page    -- v1: one DMA per page and per K/V, each way.
-  4. swap_batched         -- v2: gather into a staging buffer, one DMA each way, scatter.
-  5. naive, optimized     -- one line each: _step with your transfer.
-  6. swap_vs_recompute_estimate -- the napkin math: swap round trip vs recomputing the tokens.
+A decode step needs one more slot per running sequence. When the pool has no page left, the
+scheduler must take pages from somebody: it preempts the newest sequences and gives their pages to
+the others. The preempted sequence's K/V are either copied to host memory (swap) and copied back
+later, or dropped and recomputed by running its tokens through the model again (recompute).
 
-The plan (plan_swap), the inputs, the decode (day 78), validation and the GPU measurement
-(recompute_vs_swap) are given. Grade with:  make check DAY=85
+Host side (graded by its own tests):
+  SwappingBlockManager  day 84's PrefixCachingBlockManager plus a second day-75 allocator over
+                        ``num_cpu_blocks`` pages of pinned host memory (the swap space):
+    swap_out(seq_ids)   -> [(gpu, cpu)]: each distinct page of the group gets one host page, so a page
+                        the group shares is copied once; its host ref count is the number of the
+                        group's tables holding it. The GPU pages are released (cached prompt pages
+                        stay in day 84's cache). Run take_copies() first: an owed copy-on-write
+                        copy must land before its page leaves.
+    swap_in(seq_ids)    -> [(cpu, gpu)]: the reverse, into fresh GPU pages, sharing kept in the group.
+    free(seq_id)        also ends a swapped sequence: its host pages go back.
+    Recompute is free(seq) now and allocate_prompt(seq, prompt + generated) later: day 84's cache
+    still holds the full prompt pages unless they were evicted, so re-admission mostly hits.
+  OutOfBlocksError (day 76) when either pool is short: nothing changes.
+
+The day contract is one preemption round trip: a group of sequences is swapped out, other sequences
+take its pages, the group is swapped back into other pages, then every sequence decodes (day 78):
+  v1 naive      one DMA per page each way, K and V separately (4 copies per page): each copy pays
+                the driver's fixed cost, and a 32 KB page moves in ~0.6 us at ~55 GB/s.
+  v2 optimized  swap_blocks_kernel gathers the group's pages into one device staging buffer, one DMA
+                moves it to pinned host memory and one brings it back, then the same kernel scatters
+                it into the new pages: two link transfers for the whole group.
+  library       the same round trip with CuPy: fancy-index gather, one get() into pinned memory.
+
+Napkin math (32 of 64 sequences preempted, 4096 tokens each, 8 KV heads x 128, fp16, pages of 16):
+a token's K and V are 4 KB, a page's 64 KB, the group's 8,192 pages 537 MB. Over a ~55 GB/s pinned
+host link that is ~9.8 ms each way, ~20 ms for the round trip; the gather and scatter move 537 MB
+through HBM twice each, ~0.5 ms at ~4.1 TB/s. v1 issues 32,768 copies; at ~10 us of driver and
+Python cost each they take ~0.3 s on their own. Swap or recompute: see recompute_vs_swap.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  SwappingBlockManager.swap_out  distinct pages (dict.fromkeys); enough host pages?; one host page each; record;
+                                 super().free (17 lines)
+  SwappingBlockManager.swap_in   the mirror of swap_out: distinct host pages, enough GPU pages?, one fresh page
+                                 each; free the host (19 lines)
+  SwappingBlockManager.free      a swapped sequence frees its host pages and forgets table and length; otherwise
+                                 super().free (6 lines)
+  swap_blocks_kernel             read the pair's (src, dst) pages once; stride over the page's words, 4 loads before
+                                 4 stores (20 lines)
+  swap_page_by_page              per (gpu, cpu) pair and K/V: cache_words[kv, g].copy_to_host(host[kv, c]); then
+                                 back (6 lines)
+  swap_batched                   staging (2, pairs, page_words); gather by out_pairs; one DMA out, one back; scatter
+                                 by in_pairs (7 lines)
+  naive                          return _step with swap_page_by_page and the seven inputs (1 line)
+  optimized                      return _step with swap_batched and the seven inputs (1 line)
+  swap_vs_recompute_estimate     bytes = tokens x model.kv_bytes_per_token(); swap: twice over the link; recompute:
+                                 prefill_flops (5 lines)
+Everything else in this file is given. Grade with:  make check DAY=85
 """
 
 import math
@@ -35,6 +75,7 @@ MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
 RTOL = 5e-4  # float32 softmax sums; a page that came back wrong or not at all is off by far more
+ERROR_FLOOR = 1e-2  # attention outputs average many rows towards zero (course.checking: the floor)
 THREADS = 256
 
 __all__ = ["OutOfBlocksError", "SwappingBlockManager"]
@@ -79,22 +120,30 @@ class SwappingBlockManager(PrefixCachingBlockManager):
         return ids
 
     def swap_out(self, seq_ids) -> list[tuple[int, int]]:
-        """Move the group's pages to host pages; returns the (gpu, cpu) copies to run, in order."""
-        raise NotImplementedError("Day 85: the group's distinct pages (dict.fromkeys); OutOfBlocksError unless "
-                                  "the host pool has that many; one host page per distinct page (incref it for "
-                                  "each further holder); record the host tables and lengths; release the GPU "
-                                  "tables with super().free (16 lines)")
+        """Move the group's pages to host pages; returns the (gpu, cpu) copies to run, in order.
+
+        Each distinct page of the group (first seen first) gets one host page from ``self.cpu_allocator``;
+        a page several of the group's tables hold is copied once, its host page gaining an owner per
+        further holder. The host tables and lengths go to ``self._swapped`` / ``self._swapped_lens`` and
+        the GPU tables are released with ``super().free``. OutOfBlocksError, changing nothing, when the
+        host pool has too few free pages."""
+        raise NotImplementedError("Day 85: distinct pages (dict.fromkeys); enough host pages?; one host page each; "
+                                  "record; super().free (17 lines)")
 
     def swap_in(self, seq_ids) -> list[tuple[int, int]]:
-        """Bring the group back into fresh GPU pages; returns the (cpu, gpu) copies to run, in order."""
-        raise NotImplementedError("Day 85: the mirror of swap_out: distinct host pages, OutOfBlocksError unless "
-                                  "the GPU pool has that many, one fresh GPU page each (incref for further "
-                                  "holders), restore tables and lengths, free the host pages (17 lines)")
+        """Bring the group back into fresh GPU pages; returns the (cpu, gpu) copies to run, in order.
+
+        The mirror of swap_out: one fresh GPU page per distinct host page, sharing kept within the
+        group; the tables and lengths come back and the host pages are freed. OutOfBlocksError,
+        changing nothing, when the GPU pool has too few free pages."""
+        raise NotImplementedError("Day 85: the mirror of swap_out: distinct host pages, enough GPU pages?, one fresh "
+                                  "page each; free the host (19 lines)")
 
     def free(self, seq_id) -> None:
-        """End a sequence, running or swapped out (a swapped one gives back its host pages)."""
-        raise NotImplementedError("Day 85: a swapped sequence frees its host pages (last first) and forgets its "
-                                  "table and length; otherwise super().free (6 lines)")
+        """End a sequence, running or swapped out (a swapped one gives back its host pages, last first,
+        and forgets its host table and length)."""
+        raise NotImplementedError("Day 85: a swapped sequence frees its host pages and forgets table and length; "
+                                  "otherwise super().free (6 lines)")
 
     def _reject_swapped(self, seq_id) -> None:
         if seq_id in self._swapped:
@@ -244,11 +293,13 @@ def traffic(query, kv_cache, block_tables, context_lens, scale, swapped, free_bl
 
 @cuda.jit
 def swap_blocks_kernel(src, dst, mapping):
+    """One CUDA block per (pair, K or V): copy page mapping[p, 0] of src[kv] to page mapping[p, 1] of
+    dst[kv], the threads striding over its words, four loads in flight before four stores, then the
+    remainder."""
     # src: (2, src_pages, page_words); dst: (2, dst_pages, page_words); mapping: (pairs, 2) of
     # (src page, dst page). grid (pairs, 2): blockIdx.y picks K or V.
-    raise NotImplementedError("Day 85: one block per (pair, K/V): read the pair's (src, dst) pages once, then "
-                              "stride over the page's words, four loads before four stores, then the "
-                              "remainder (17 lines)")
+    raise NotImplementedError("Day 85: read the pair's (src, dst) pages once; stride over the page's words, 4 loads "
+                              "before 4 stores (20 lines)")
 
 
 _SWAP_SIG = "void(uint64[:, :, ::1], uint64[:, :, ::1], int32[:, ::1])"
@@ -297,17 +348,20 @@ def swap_space(shape, dtype) -> np.ndarray:
 
 
 def swap_page_by_page(cache_words, host, out_pairs, in_pairs) -> None:
-    """v1: one DMA per page and per K/V, out and back: 4 link transfers per page."""
-    raise NotImplementedError("Day 85: for each (gpu, cpu) pair and each of K and V, cache_words[kv, "
-                              "g].copy_to_host(host[kv, c]); then the (cpu, gpu) pairs back with "
-                              "copy_to_device (6 lines)")
+    """v1: one DMA per page and per K/V, out and back: 4 link transfers per page.
+
+    ``cache_words`` (2, num_blocks, page_words) on the device, ``host`` (2, host pages, page_words)
+    pinned; out_pairs rows are (gpu page, host page), in_pairs rows (host page, gpu page)."""
+    raise NotImplementedError("Day 85: per (gpu, cpu) pair and K/V: cache_words[kv, g].copy_to_host(host[kv, c]); then "
+                              "back (6 lines)")
 
 
 def swap_batched(cache_words, host, out_pairs, in_pairs) -> None:
-    """v2: gather into a device staging buffer, one DMA out, one DMA back, scatter."""
-    raise NotImplementedError("Day 85: a device staging buffer (2, pairs, page_words); swap_blocks_kernel "
-                              "gathers into it by out_pairs; one copy_to_host(host), one "
-                              "copy_to_device(host); the kernel scatters by in_pairs (7 lines)")
+    """v2: gather into a device staging buffer, one DMA out, one DMA back, scatter.
+
+    The same arguments as swap_page_by_page; host page i is out_pairs' row i."""
+    raise NotImplementedError("Day 85: staging (2, pairs, page_words); gather by out_pairs; one DMA out, one back; "
+                              "scatter by in_pairs (7 lines)")
 
 
 def _step(transfer, query, kv_cache, block_tables, context_lens, scale, swapped, free_blocks):
@@ -392,10 +446,12 @@ H200_FP16_TFLOPS = 790.0  # cuBLAS FP16 GEMM, measured
 def swap_vs_recompute_estimate(tokens: int, model: ModelShape = LLAMA3_8B, link_gbps: float = H200_LINK_GBPS,
                                tflops: float = H200_FP16_TFLOPS) -> dict:
     """Napkin math for preempting ``tokens`` tokens: the swap round trip at ``link_gbps`` each way
-    against recomputing them (a prefill) at ``tflops``. Times in ms."""
-    raise NotImplementedError("Day 85: bytes = tokens x model.kv_bytes_per_token(); swap = 2 x bytes over the "
-                              "link; recompute = model.prefill_flops(tokens) at tflops; return the dict the "
-                              "docstring names, source 'estimate' (5 lines)")
+    against recomputing them (a prefill) at ``tflops``. Times in ms.
+
+    Returns {"model": its name, "tokens", "bytes_each_way", "swap_ms" (out and back in),
+    "recompute_ms", "source": "estimate"}."""
+    raise NotImplementedError("Day 85: bytes = tokens x model.kv_bytes_per_token(); swap: twice over the link; "
+                              "recompute: prefill_flops (5 lines)")
 
 
 def recompute_vs_swap(tokens: int = 4096, model: ModelShape = LLAMA3_8B, repeats: int = 5) -> dict:

@@ -1,8 +1,43 @@
 """Day 86 exercise: continuous batching -- admit and retire requests every step, not every batch.
 
-Write Scheduler.schedule and Scheduler.complete (iteration-level scheduling under a block budget) and
-move_rows_kernel (the engine's row mover). StaticScheduler, the serving loop and day 78's PagedAttention
-are given. Grade with:  make check DAY=86
+A serving engine decodes many requests at once: one step appends one token to every sequence of the
+batch and runs one PagedAttention launch over all of them. Requests differ wildly in length, so how
+the batch is formed decides how much of each launch is useful work.
+
+Host side (graded by its own tests):
+  StaticScheduler  the batch is fixed when it starts: up to max_batch waiting requests whose whole
+                   reservation (prompt + output) fits the block budget. It runs until its longest
+                   member is done; finished members keep their slot (a padded, wasted row of the
+                   launch) and their pages until then.
+  Scheduler        iteration-level: every step retires finished requests (their pages return at
+                   once), grows each running request by one token, preempts the newest request by
+                   recompute when a page is missing, and admits waiting requests, first come first
+                   served, while the batch has room and the free pages cover their prompts plus one
+                   page of headroom per running sequence.
+
+The day contract serves a whole trace of requests; every step moves the new K/V rows into their
+slots, gathers the batch's queries, runs day 78's PagedAttention over the batch's block tables and
+scatters the outputs back. The one day-specific kernel, move_rows_kernel, does the three data
+movements: one warp per row, 8-byte words, coalesced on both sides.
+  v1 naive      serve(StaticScheduler): padded rows, late retirement, whole-request reservations.
+  v2 optimized  serve(Scheduler): every launched row is a live request, pages return on the step a
+                request finishes, and the batch is refilled from the queue on the next.
+Batching must not change any request's numbers: both versions return exactly the per-token outputs
+of the plain reference.
+
+Napkin math (BENCH_SIZES: 256 requests, prompts 1..1024, outputs 1..256 tokens, 8 KV heads x 128,
+fp16, 128 slots, 2048 pages of 16 tokens = a 268 MB pool): a token's K and V are 4 KB. Serving the
+trace reads ~90 GB of K/V in attention, ~22 ms at ~4.1 TB/s, spread over several hundred steps. With
+outputs uniform in 1..256 a static batch's rows are live about half the time it runs (the rest is
+padding behind its longest member), and full-length reservations keep requests waiting that the
+pool could already hold. schedule_report() counts ~1,530 static steps against ~830 continuous
+ones, every continuous row live.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  Scheduler.schedule  grow each running request (preempt the newest on OutOfBlocksError), then admit FCFS (19 lines)
+  Scheduler.complete  super().complete(batch), then free and remove each finished running request (4 lines)
+  move_rows_kernel    find this warp's row and lane, then copy the row's words in steps of 32 (16 lines)
+Everything else in this file is given. Grade with:  make check DAY=86
 """
 
 from __future__ import annotations
@@ -25,6 +60,7 @@ TITLE = "Continuous batching"
 MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
+ERROR_FLOOR = 1e-2  # attention outputs average many rows towards zero (course.checking: the floor)
 WARP = 32
 ROWS_PER_BLOCK = 1 if DEVICE.kind == "sim" else 4  # one warp per row; the simulator pays per thread
 
@@ -168,14 +204,14 @@ class Scheduler(_Base):
         3. return self._record(Batch(running rids, their output index self.done[r], writes)).
         Every row is live: finished requests left in complete().
         """
-        raise NotImplementedError("Day 86: grow each running request (preempt the newest on "
-                                  "OutOfBlocksError), then admit FCFS under slots and pages (20 lines)")
+        raise NotImplementedError("Day 86: grow each running request (preempt the newest on OutOfBlocksError), then "
+                                  "admit FCFS (19 lines)")
 
     def complete(self, batch: Batch) -> None:
         """The step ran: count the outputs (super().complete), then retire every running request that
         has all its outputs: free its pages and drop it from self.running, now, not when others end."""
-        raise NotImplementedError("Day 86: super().complete(batch), then free and remove each finished "
-                                  "running request (4 lines)")
+        raise NotImplementedError("Day 86: super().complete(batch), then free and remove each finished running request "
+                                  "(4 lines)")
 
     def _preempt(self, rid) -> None:
         self.manager.free(rid)
@@ -252,12 +288,15 @@ def traffic(queries, kv_rows, prompt_lens, output_lens, scale, num_blocks, block
 def move_rows_kernel(src, src_rows, dst, dst_rows):
     """Row i of the plan copies src[src_rows[i]] to dst[dst_rows[i]]; src (n_src, words) and dst
     (n_dst, words) are 8-byte words. One warp per row: row i = blockIdx.x * warps per block + warp;
-    lane l moves words l, l + 32, l + 64, ... Rows past src_rows.shape[0] do nothing.
-
-    Stretch: two words per lane per trip, both loads issued before either store.
+    lane l moves words l, l + 32, l + 64, ... Rows past src_rows.shape[0] do nothing. Two words per
+    lane per trip, both loads issued before either store, then the last word.
     """
-    raise NotImplementedError("Day 86: find this warp's row and lane, then copy the row's words in "
-                              "steps of 32 (9 lines)")
+    # src: (n_src, words), dst: (n_dst, words); row i of the plan copies src[src_rows[i]] to
+    # dst[dst_rows[i]]. One warp per row: the two index loads are one broadcast each, and the 32
+    # lanes move 256 contiguous bytes per instruction on both sides.
+    raise NotImplementedError("Day 86: find this warp's row and lane, then copy the row's words in steps of 32 (16 "
+                              "lines)")
+
 
 _MOVE_SIG = "void(uint64[:, ::1], int64[::1], uint64[:, ::1], int64[::1])"
 KERNELS = {

@@ -1,9 +1,5 @@
 """Day 87 exercise: chunked prefill -- long prompts cut into chunks that share each step with the decodes.
 
-Write ChunkedScheduler.schedule, prefill_naive_kernel and the kernel inside prefill_kernel. The
-one-shot scheduler, the inputs, the reference, validation and the host functions are given. Grade with:
-make check DAY=87
-
 One engine step runs one attention launch over a mixed batch: sequence s brings q_len[s] new tokens
 at the end of its context of ctx[s] tokens (their K/V already written into the paged cache). A decode
 brings 1; a prefill chunk brings up to the step's token budget. New token i of sequence s sits at
@@ -38,6 +34,15 @@ token, key, head, dim): the chunks alone attend 4 * 512 * ~3840 keys * 32 heads 
 the decodes 4 GFLOP: ~125 FLOP/B, ten times past the FP32 ridge. Compute-bound: at the ~51 TFLOP/s
 of cuBLAS FP32 the floor is ~2.6 ms. The naive kernel is instead bound by its shuffles and by L1/L2
 re-reads; the tile divides the K/V reads by 16 and turns each row into 16 * 2 * head_dim FMAs.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  ChunkedScheduler.schedule            decodes first, then prompt chunks, then admissions, all under the token
+                                       budget (17 lines)
+  prefill_naive_kernel                 find the row's sequence and position, then a shfl_xor dot product + online
+                                       softmax per key (51 lines)
+  prefill_kernel.prefill_tiled_kernel  stage the query tile; per trip of 32 keys: K/V between two syncthreads,
+                                       causal scores, P @ V (78 lines)
+Everything else in this file is given. Grade with:  make check DAY=87
 """
 
 from __future__ import annotations
@@ -52,13 +57,14 @@ import numpy as np
 from course import DEVICE, cuda, launch
 from course.checking import to_host
 from numba import float32
-from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, dense_kv, paged_cache  # noqa: F401  (NO_LOGIT: yours)
+from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, dense_kv, paged_cache
 
 TITLE = "Chunked prefill"
 MEMORY_SPACE = "shared"
 VERSIONS = ("naive", "optimized")
 BOUND = "compute"
 RTOL = 5e-4  # float32 softmax over at most a few dozen keys; a key too many or too few is off by far more
+ERROR_FLOOR = 1e-2  # attention outputs average many rows towards zero (course.checking: the floor)
 
 WARP = 32
 MAX_HEAD_DIM = 128  # a lane holds head_dim / 32 columns of each of its queries in registers
@@ -227,8 +233,8 @@ class ChunkedScheduler(_Base):
         3. while budget is left, self._try_admit() admits the queue's head (it becomes self.running[-1])
            with a first chunk of min(its prompt, budget left).
         """
-        raise NotImplementedError("Day 87: decodes first, then prompt chunks, then admissions, all under "
-                                  "the token budget (16 lines)")
+        raise NotImplementedError("Day 87: decodes first, then prompt chunks, then admissions, all under the token "
+                                  "budget (17 lines)")
 
 
 def simulate(scheduler) -> dict:
@@ -390,8 +396,8 @@ def prefill_naive_kernel(out, query, key_cache, value_cache, block_tables, query
       max m (start at NO_LOGIT) and sum l, rescaled by exp2(m - m_new). scale includes log2(e): exp2.
     - Write out[row, head, d] = acc / l.
     """
-    raise NotImplementedError("Day 87: find the row's sequence and position, then one shfl_xor dot product "
-                              "and an online-softmax update per key up to the position (40 lines)")
+    raise NotImplementedError("Day 87: find the row's sequence and position, then a shfl_xor dot product + online "
+                              "softmax per key (51 lines)")
 
 
 # --- v2 optimized: one block per (16-token query tile, head), K/V staged in shared memory ----------------
@@ -404,9 +410,9 @@ def prefill_kernel(head_dim: int):
     HD = head_dim
     VEC = HD // WARP  # columns a lane owns in P @ V: lane, lane + 32, ...
     QPW = TILE_Q // NUM_WARPS  # queries a warp owns
-    ACC = QPW * VEC  # noqa: F841  (accumulator registers per lane: (QPW, VEC))
-    NT = NUM_WARPS * WARP  # noqa: F841  (threads per block)
-    ROW = HD + 1  # noqa: F841  padded K/V rows: lane j reading row j, column d hits bank (j + d) % 32, no conflicts
+    ACC = QPW * VEC  # accumulator registers per lane: (QPW, VEC)
+    NT = NUM_WARPS * WARP
+    ROW = HD + 1  # padded K/V rows: lane j reading row j, column d hits bank (j + d) % 32, no conflicts
 
     @cuda.jit(fastmath=True)
     def prefill_tiled_kernel(out, query, key_cache, value_cache, block_tables, query_start, context_lens,
@@ -428,8 +434,8 @@ def prefill_kernel(head_dim: int):
         - P @ V: lane owns columns e * 32 + lane: acc[qq, e] += p[qq, j] * V[j, col] over the trip's keys.
         - Finally out[q0 + t0 + r, head, col] = acc / l for the warp's rows r < n_q.
         """
-        raise NotImplementedError("Day 87: stage the query tile, then per trip of 32 keys: stage K/V between "
-                                  "two syncthreads, causal scores, online softmax, P @ V (70 lines)")
+        raise NotImplementedError("Day 87: stage the query tile; per trip of 32 keys: K/V between two syncthreads, "
+                                  "causal scores, P @ V (78 lines)")
 
     return prefill_tiled_kernel
 

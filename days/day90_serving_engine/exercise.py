@@ -1,15 +1,35 @@
 """Day 90 exercise: capstone -- a serving engine that decodes a batch of requests through the paged KV cache.
 
-Everything is given except two pieces: the fused kernel that rotates q and k (RoPE) and writes k and v
-into their cache slots, and the scheduler that decides, every step, which sequences run and where
-their new tokens go (preempting when the pages run out). Day 76's BlockManager and day 78's
-PagedAttention are imported from the solutions.
+The unit's parts meet here. A tiny transformer (seeded random weights; RMSNorm, grouped-query
+attention with rotary positions, a SwiGLU MLP) decodes requests greedily. Each step, every scheduled
+sequence's new tokens (a whole prompt on admission, one token when decoding) go through the model
+together: per layer one launch of this day's fused kernel rotates q and k and writes k and v into
+their cache slots (day 77's scatter), and one launch of day 78's PagedAttention reads the cache back,
+each token a query row with its own block table and context length. Day 76's BlockManager hands out
+the pages.
 
-v1 naive      a contiguous cache: each admitted request reserves max_len slots up front.
-v2 optimized  a paged cache: pages taken as tokens arrive; the newest sequence preempted (and later
-              recomputed) when none is free.
+v1 naive      a contiguous cache: each admitted request reserves max_len slots up front (one page of
+              max_len tokens), so the budget holds budget // max_len sequences at once whatever
+              their real lengths, and never needs to preempt.
+v2 optimized  a paged cache: a sequence holds ceil(tokens / block_size) pages and takes one more only
+              when its last page fills; when none is free the newest sequence is preempted (its pages
+              freed, its tokens recomputed when it is readmitted) so the older ones finish.
 
-Grade with:  make check DAY=90        See it run:  python -m solutions.day90_serving_engine
+Same model, same kernels, same tokens: only the memory management differs, and with it how many
+sequences share each step's launches.
+
+Napkin math: a token's K and V take 2 x layers x kv_heads x head_dim x 4 B: 1 KB in the tiny model,
+128 KB for Llama-3-8B in fp16 (32 layers x 8 KV heads x 128). An H200 with 141 GB, 16 GB of it
+weights, holds ~950k such tokens: 232 sequences if each reserves 4096, ~950 if they hold their real
+~1000. Decoding is memory-bound (every step reads the weights and every live K/V row once), so the
+sequences sharing a step are the throughput.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  rope_cache_kernel  find (t, p), load cos/sin at positions[t], rotate q into query, k into the slot's row, copy v
+                     (28 lines)
+  Engine.schedule    a loop over self.running with append_slot / _preempt, then a loop admitting from self.waiting
+                     (16 lines)
+Everything else in this file is given. Grade with:  make check DAY=90
 """
 
 from __future__ import annotations
@@ -25,7 +45,7 @@ import numpy as np
 
 from course import DEVICE, ON_GPU, checking, cuda, launch
 from solutions import day78_paged_attention_v1 as pa
-from solutions.day76_block_tables import BlockManager, OutOfBlocksError  # noqa: F401  (append_slot raises it)
+from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 
 TITLE = "Capstone: the serving engine"
 MEMORY_SPACE = "global + registers"
@@ -245,15 +265,17 @@ def rope_cache_kernel(qkv, positions, slot_mapping, cos_sin, query, key_cache, v
 
     qkv: (tokens, (num_heads + 2 * num_kv_heads) * head_dim), each row [q heads | k heads | v heads];
     query: (tokens, num_heads, head_dim); caches: (num_blocks, block_size, num_kv_heads, head_dim);
-    cos_sin: (max_len, head_dim) with c = cos_sin[pos, p], s = cos_sin[pos, half + p].
+    cos_sin: (max_len, head_dim) with c = cos_sin[pos, p], s = cos_sin[pos, half + p], pos = positions[t].
 
     For every q head and k head, rotate the pair (x1, x2) = (x[p], x[p + half]):
         out[p] = x1 * c - x2 * s        out[p + half] = x2 * c + x1 * s
     q goes to query[t]; k and v (v unrotated) go to the cache row of slot slot_mapping[t]
     (page slot // block_size, offset slot % block_size). Guard threads past tokens * half.
     """
-    raise NotImplementedError("Day 90: find (t, p), load cos/sin for positions[t], rotate every q head's pair "
-                              "into query, every k head's pair into the slot's cache row, copy v's pair (25 lines)")
+    # One thread per (token, pair p): it rotates (x[p], x[p + half]) of every head, so a warp's lanes
+    # read consecutive words of each head (coalesced) and the position's cos/sin are loaded once.
+    raise NotImplementedError("Day 90: find (t, p), load cos/sin at positions[t], rotate q into query, k into the "
+                              "slot's row, copy v (28 lines)")
 
 
 _ROPE_SIG = ("void(float32[:, ::1], int32[::1], int32[::1], float32[:, ::1], float32[:, :, ::1], "
@@ -404,8 +426,8 @@ class Engine:
           preempted) fit (self.blocks.can_allocate), allocate them, set new_tokens to all of them
           (a preempted sequence recomputes its K/V) and append it to self.running.
         """
-        raise NotImplementedError("Day 90: a loop over self.running with append_slot / _preempt, then a loop "
-                                  "admitting from self.waiting (15 lines)")
+        raise NotImplementedError("Day 90: a loop over self.running with append_slot / _preempt, then a loop admitting "
+                                  "from self.waiting (16 lines)")
 
     # --- one step of the model over every scheduled token ------------------------------------------
 
