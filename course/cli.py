@@ -558,7 +558,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:  # every option after `run` is the engine's (argparse would claim --help)
+        rest = argv[1:][1:] if argv[1:2] == ["--"] else argv[1:]
+        args = argparse.Namespace(command="run", rest=rest, fn=cmd_run)
+    else:
+        args = build_parser().parse_args(argv)
     if args.command in ("check", "bench", "inspect") and not args.day:
         return _fail(f"say which day: make {args.command} DAY=N (days: "
                      f"{', '.join(str(d.number) for d in days.all_days())})")

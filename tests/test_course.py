@@ -268,3 +268,10 @@ def test_a_library_row_whose_package_is_missing_is_skipped_with_the_command_that
     why = bench.library_missing(SimpleNamespace(library=library), (np.zeros(4),))
     assert "torch_not_installed_here" in why and "pip install torch_not_installed_here" in why
     assert bench.library_missing(SimpleNamespace(library=lambda x: x), (np.zeros(4),)) is None
+
+
+def test_run_passes_every_option_to_the_engine():
+    for argv in (["run", "--help"], ["run", "--", "--help"]):
+        proc = subprocess.run([sys.executable, "-m", "course", *argv], capture_output=True, text=True, cwd=days.ROOT)
+        assert proc.returncode == 0, proc.stderr
+        assert "--requests" in proc.stdout and "unrecognized" not in proc.stderr
