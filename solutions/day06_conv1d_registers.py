@@ -9,7 +9,9 @@ v2 optimized  taps and window in registers: a lane owns V = 8 consecutive output
 
 The mask width and the outputs per lane are compile-time constants: registers cannot be indexed at
 run time, so only loops with a trip count the compiler knows unroll into named registers (day 12 shows
-the spill you get otherwise). Day 07 builds on that API; day 17 goes deep into shuffles.
+the spill you get otherwise). Day 07 builds on that API; day 17 goes deep into shuffles. Read
+lessons/day06_conv1d_registers.md first: it opens with the five memory spaces and teaches the one
+warp shuffle (cuda.shfl_sync) v2 needs.
 
 Napkin math: 8 bytes per output through DRAM (one read, one write) and 2 * MASK_WIDTH = 34 FLOPs:
 4.25 FLOP/byte, below the H200's ~16 FLOP/byte ridge (67 TFLOP/s FP32 / 4.1 TB/s), so the floor is
@@ -76,6 +78,12 @@ def traffic(x, mask):
 
 @cuda.jit
 def conv1d_naive_kernel(x, mask, out):
+    """One thread per output i = cuda.grid(1) (guard i < x.size).
+
+    out[i] = sum over j in range(MASK_WIDTH) of mask[j] * x[i + j - MASK_RADIUS], where an index
+    outside 0 .. n - 1 contributes zero. Read mask and x straight from global memory.
+    """
+    # EXERCISE: guard i < n, loop j over MASK_WIDTH taps skipping indices outside x, accumulate in a float32, store
     n = x.size
     i = cuda.grid(1)
     if i < n:
@@ -102,8 +110,38 @@ def window_kernel(fill_taps):
 
     @cuda.jit
     def conv1d_registers_kernel(x, x_words, taps, out, out_words):
+        """Mask and window in registers; inputs and outputs move as 8-byte words; a lane takes its
+        neighbours' inputs from their registers with warp shuffles. x_words and out_words are x and
+        out seen as uint64 words (two floats each) over their first even number of elements: the
+        same memory.
+
+        A warp owns a row of ROW = 32 * V consecutive outputs per trip of a grid-stride loop; lane
+        `lane` (0 .. 31) computes outputs o = base + lane * V .. o + V - 1. Given: the taps in m (once
+        per thread), the register arrays, the loop, and the shuffle exchange between the two parts
+        you write in each trip:
+
+        1. The loads. The window starts a radius early, start = base - MASK_RADIUS. Fill r, the
+           registers rw read as 2 * V floats, with the lane's V inputs of this row and of the next:
+           r[e] = x[start + lane * V + e] and r[V + e] = x[start + ROW + lane * V + e].
+           - If start >= 0 and start + 2 * ROW <= 2 * x_words.size, load LANE_WORDS words,
+             rw[h] = x_words[uint64(start // 2) + uint64(lane * LANE_WORDS + h)], and the next row's
+             words (ROW // 2 further) only where lane < HALO_LANES: uint64(0) elsewhere, as no lane
+             reads the others' next row.
+           - Otherwise (a row that touches either end of x) load the 2 * V floats one at a time,
+             clamping the index into x and putting zero where it falls outside x.
+        2. The outputs. After the exchange w holds the lane's LANE_WINDOW = V + 2 * MASK_RADIUS
+           consecutive inputs, w[t] = x[start + lane * V + t]. For e in range(V):
+           acc[e] = sum over j in range(MASK_WIDTH) of m[j] * w[e + j] (acc: the registers accw read
+           as floats). Store them as words, out_words[uint64(o // 2) + uint64(h)] = accw[h], when
+           o + V <= 2 * out_words.size; else one float at a time, out[o + e] where o + e < n.
+
+        Only constant loop bounds (V, 2 * V, LANE_WORDS, MASK_WIDTH): the compiler then unrolls the
+        loops, every index into m, rw, w and accw is a constant, and the arrays stay in registers.
+        The grader checks that in the PTX (stack frame 0), with fewer loads per output than taps,
+        8-byte loads and stores, and the shuffles.
+        """
         n = x.size
-        lane = cuda.threadIdx.x % WARP
+        lane = cuda.threadIdx.x % WARP  # the thread's place in its warp of 32
         # Constant trip counts let the compiler unroll every loop below, so m, rw, w and accw become
         # named registers (stack frame 0); one runtime index anywhere would move the array to local memory.
         m = cuda.local.array(MASK_WIDTH, float32)
@@ -120,6 +158,7 @@ def window_kernel(fill_taps):
         # The trip count is the same for all 32 lanes: lanes past the end of x stay in the loop,
         # because a shuffle reads a register of a lane that must be executing the same shuffle.
         while base < n:
+            # EXERCISE: load r, the lane's V inputs of this row and the next: words inside x, floats at the ends
             start = base - MASK_RADIUS  # the window starts a radius early: every tap offset is >= 0
             if start >= 0 and start + 2 * ROW <= 2 * x_words.size:
                 # Inside x: the lane's V inputs are V / 2 words from one address (offsets 0, 8, 16, 24
@@ -136,6 +175,12 @@ def window_kernel(fill_taps):
                     i = start + (e // V) * ROW + lane * V + e % V
                     v = x[min(max(i, 0), n - 1)]
                     r[e] = v if 0 <= i < n else float32(0)
+            # END EXERCISE
+            # The exchange. A warp's 32 lanes execute each instruction together, and
+            # cuda.shfl_sync(FULL_MASK, value, src) is one instruction for all of them: every lane hands
+            # over `value` and gets back the value lane `src` handed over, register to register through
+            # the SM's crossbar, no memory. FULL_MASK (one bit per lane, all 32 set) says every lane
+            # takes part, so every lane must reach every shuffle: hence the warp-uniform loop above.
             # Output base + lane * V + e needs window inputs t = e .. e + 2 * RADIUS counted from this
             # lane's first: element t % V of lane lane + t // V, taken from the next row once that lane
             # passes the warp's end. A shuffle delivers what the source offers, so the source (d lanes
@@ -150,6 +195,7 @@ def window_kernel(fill_taps):
                     # memory.
                     here, next_row = r[e], r[V + e]
                     w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, src)
+            # EXERCISE: acc[e] = the V dot products of m with w[e:e + MASK_WIDTH]; store accw as words (floats past n)
             for e in range(V):
                 a = float32(0)
                 for j in range(MASK_WIDTH):
@@ -163,6 +209,7 @@ def window_kernel(fill_taps):
                 for e in range(V):
                     if o + e < n:
                         out[o + e] = acc[e]
+            # END EXERCISE
             base += step
 
     return conv1d_registers_kernel

@@ -4,10 +4,10 @@ out[i] = sum_j FILTER_BANK[which, j] * x[i + j - MASK_RADIUS], zeros outside x.
 
 v1 naive      the filter bank is an ordinary global array: every tap of every thread issues a load
               through L1, 17 mask loads per output next to the 17 loads of x.
-v2 optimized  the bank is cuda.const.array_like(FILTER_BANK): the whole warp reads one address per tap,
-              which the constant cache broadcasts, so the mask costs no load/store-unit requests.
-              Interior outputs (all but MASK_RADIUS at each end) skip the per-tap test and index x
-              with unsigned integers: ~80 SASS instructions per output instead of 181.
+v2 optimized  day 06's register window (window_kernel: a lane owns 8 consecutive outputs, loads its
+              inputs as 8-byte words, takes its neighbours' by shuffle) with its taps read from
+              cuda.const.array_like(FILTER_BANK): every lane reads the same address per tap, which
+              the constant cache broadcasts, and no mask array is passed or copied.
 
 API: Numba bakes a const array into the compiled module (there is no cudaMemcpyToSymbol), so its
 values must be known when the kernel compiles. Rather than recompile per mask, the module carries a
@@ -16,10 +16,13 @@ compiler folds the taps into the multiply-add instructions as immediates: no mem
 teach; the lesson shows the run-time-updatable CUDA C way.)
 
 Napkin math: as day 06, 8 bytes and 34 FLOPs per output, 537 MB for n = 2^26 (~0.13 ms at the copy
-rate). Moving the mask out of L1's way halves the load requests per output, from 34 to 17. Those 17
-loads of x remain: a warp's 32 consecutive floats usually straddle two 128-byte lines, ~34 L1 line
-accesses per warp of 32 outputs against ~16 clocks of DRAM time, so this kernel stays under about
-half of the copy rate however few instructions it issues. Day 08 reads x once into shared memory.
+rate). Moving the mask of the naive loop into constant memory halves its load requests per output,
+from 34 to 17, but the 17 loads of x remain: a warp's 32 consecutive floats usually straddle two
+128-byte lines, ~34 L1 line accesses per warp of 32 outputs against ~16 clocks of DRAM time, so such
+a kernel stays under about half of the copy rate (measured 32 %). Day 06's window already removed
+x's re-reads; in it the taps are read once per thread, so the bank changes little in speed (86 %
+against day 06's 85 %): what it buys is a read-only bank, picked at run time, that every block
+reads through its own cache.
 """
 
 import numpy as np
@@ -79,6 +82,9 @@ def traffic(x, which):
 
 @cuda.jit
 def conv1d_global_mask_kernel(x, bank, which, out):
+    """One thread per output i = cuda.grid(1), guard i < n; the bank is a global array
+    (NUM_FILTERS, MASK_WIDTH): out[i] = sum_j bank[which, j] * x[i + j - MASK_RADIUS], zero outside x."""
+    # EXERCISE: day 06's naive loop with bank[which, j] as the tap
     n = x.size
     i = cuda.grid(1)
     if i < n:
@@ -92,9 +98,13 @@ def conv1d_global_mask_kernel(x, bank, which, out):
 
 @cuda.jit(device=True, inline=True)
 def taps_from_constant_bank(m, which):
-    # The bank's values are compiled into the module; `which` arrives at run time, so the compiler
-    # cannot fold the taps away and reads them with ld.const: one address per warp (which is the same
-    # for every thread), served by the constant cache as a broadcast, no load/store-unit request.
+    """Fill m (MASK_WIDTH floats, the thread's registers) with row `which` of the filter bank, read from
+    constant memory: bank = cuda.const.array_like(FILTER_BANK) compiles the module-level array into
+    the kernel's constant bank. `which` arrives at run time, so the compiler cannot fold the taps away
+    and reads them with ld.const; every thread asks for the same tap at once, one address per warp,
+    and the constant cache serves the whole warp with one read. Day 06's window kernel calls this once
+    per thread."""
+    # EXERCISE: bank = cuda.const.array_like(FILTER_BANK), then m[j] = bank[which, j] for every tap
     bank = cuda.const.array_like(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH)
     for j in range(MASK_WIDTH):
         m[j] = bank[which, j]

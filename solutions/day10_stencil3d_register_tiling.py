@@ -91,6 +91,9 @@ def _value(u, z, y, x):
 
 @cuda.jit
 def stencil_naive_kernel(u, coef, out):
+    """One thread per point: x, y, z = cuda.grid(3), guard z < nz and y < ny and x < nx. Seven loads
+    from global memory: u[z, y, x] and its six neighbours through _value (zero outside the grid)."""
+    # EXERCISE: one thread per point, the formula with _value for neighbours
     nz, ny, nx = u.shape
     x, y, z = cuda.grid(3)
     if z < nz and y < ny and x < nx:
@@ -106,7 +109,18 @@ def stencil_naive_kernel(u, coef, out):
 def _stencil_plane(plane, flat_out, at, mine, duty, on_duty, inside, here, below, above, halo_here,
                    c, cx, cy, cz):
     """One step of the march: plane z into its half of the shared buffer, then the outputs of plane z.
-    ``mine`` and ``duty`` already point into that half (z's parity picks it)."""
+
+    ``mine`` and ``duty`` already point into that half (z's parity picks it): ``mine`` is the slot of
+    the thread's own point, ``duty`` the halo slot it fills when ``on_duty``. ``here``, ``below`` and
+    ``above`` are the thread's column at z, z - 1 and z + 1 (registers), ``halo_here`` its halo
+    point of plane z, ``at`` the offset of its point of plane z in flat_out, ``inside`` whether that
+    point is in the grid, (c, cx, cy, cz) the coefficients. Store here (and the halo point) into the
+    plane, cuda.syncthreads(), then, if inside, flat_out[at] = the stencil: the x neighbours at
+    slots mine - 1 and mine + 1, the y neighbours at mine - PLANE_W and mine + PLANE_W, the z
+    neighbours from below and above. Every thread must reach the barrier: guard the store to
+    flat_out, not the call.
+    """
+    # EXERCISE: store here (and the halo point if on duty) into the plane, barrier, then the stencil if inside
     # No barrier before the stores: this half last held plane z - 2, and every thread finished
     # reading it before it reached the barrier of plane z - 1, which this thread has passed.
     plane[mine] = here
@@ -122,6 +136,28 @@ def _stencil_plane(plane, flat_out, at, mine, duty, on_duty, inside, here, below
 
 @cuda.jit
 def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
+    """Block (bx, by, bz) of BLOCK = (32, 16) threads owns columns x0 = 32 bx .., y0 = 16 by .. and
+    planes z0 = bz * Z_CHUNK .. z1 - 1 (z1 = min(z0 + Z_CHUNK, nz)); thread (tx, ty) owns (y0 + ty, x0 + tx).
+    flat_u and flat_out are the (nz, ny, nx) grids as flat arrays: point (z, y, x) is at (z * ny + y) * nx + x.
+
+    1. plane = cuda.shared.array(BUFFER_SLOTS, float32): two planes, row-major (PLANE_H, PLANE_W)
+       each; plane z uses the half at offset half = 0 or PLANE_SLOTS, switched every z. In a half,
+       slot (ty + 1) * PLANE_W + tx + 1 holds the thread's own point of plane z; row 0 / row 17 /
+       column 0 / column 33 hold the halo. Halo duty: warp 0 loads the row above the tile, the last
+       warp the row below, warp 1 the left (lanes 0-15) and right (lanes 16-31) columns; other threads
+       load none.
+    2. Decide every x-y bounds test once, before the march (inside the grid? halo point inside?), and
+       keep uint64 offsets: one for the thread's point of plane z, one per prefetch; each grows by
+       ny * nx a plane. Points outside the grid are zero.
+    3. Keep the column in registers: below (z - 1), here (z), above (z + 1), and prefetch two planes
+       ahead so loads are in flight through the barriers; the halo point keeps a shorter queue.
+    4. For each z: issue the prefetch loads (test z only near the chunk's end: split the march into a
+       main loop and a tail of the last planes); call _stencil_plane (you write it too: plane z into
+       its half, barrier, the outputs; every thread calls it); switch the half; rotate the queues.
+       One barrier a plane is enough: the half written at z last held plane z - 2, which every
+       thread finished reading before the barrier of plane z - 1.
+    """
+    # EXERCISE: halo duty, z queue in registers, per plane: prefetch, _stencil_plane, switch half, rotate
     # (BLOCK_Y + 2, BLOCK_X + 2) points of plane z, row-major in one flat array: every slot a thread
     # reads is its own slot plus a constant, folded into the ld.shared instruction.
     # Two planes, used by z's parity: plane z is written while no thread can still be reading plane

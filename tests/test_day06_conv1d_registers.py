@@ -38,45 +38,45 @@ def _global_loads(rep):
     return rep.count("ld.global") + rep.count("ld (generic)")
 
 
+def _outputs_per_thread():
+    return getattr(g.target, "OUTPUTS_PER_THREAD", sol.OUTPUTS_PER_THREAD)
+
+
 def test_optimized_loads_fewer_values_per_output():
-    """Count the loads in PTX: naive issues one per tap per output. The register version loads the taps
-    once, then per row of V outputs a lane loads its V inputs as 8-byte words (and the halo lanes V
-    more); a row touching an end of x takes its 2 V inputs one at a time. Both paths are in the PTX."""
+    """Count the loads in PTX: naive issues one per tap per output. A register window loads the taps
+    once and each input of its window once, then reuses them from registers for every output that
+    needs them: fewer loads per output than taps, even with the taps and the edge path counted."""
     naive, opt = g.report("naive"), g.report("optimized")
-    v = sol.OUTPUTS_PER_THREAD
+    v = _outputs_per_thread()
     per_naive = _global_loads(naive)  # one output per thread: the whole kernel is one output
     per_opt = _global_loads(opt) / v  # the taps and the edge path counted too: an upper bound
-    budget = (sol.MASK_WIDTH + 2 * (v // 2) + 2 * v) / v
     assert per_naive >= sol.MASK_WIDTH, f"naive: only {per_naive} loads for {sol.MASK_WIDTH} taps"
-    assert per_opt <= budget, (
-        f"optimized: {_global_loads(opt)} loads in PTX for {v} outputs per lane ({per_opt:.2f} per output); "
-        f"the budget is {sol.MASK_WIDTH} taps once, {v // 2} words of this row and of the next, and "
-        f"{2 * v} single inputs on the edge path ({budget:.2f} per output): neighbours' inputs come from "
-        f"their registers, not from another load")
+    assert per_opt < sol.MASK_WIDTH, (
+        f"optimized: {_global_loads(opt)} loads in PTX for {v} outputs per thread ({per_opt:.2f} per output), "
+        f"no fewer than the {sol.MASK_WIDTH} taps: each output still loads its own neighbours; load each input "
+        f"once and take the inputs an output shares with its neighbours from registers")
 
 
 def test_optimized_moves_eight_byte_words():
-    """Away from the ends of x, a lane's inputs and outputs travel as 8-byte words (two floats per
-    load or store instruction), not one float at a time."""
+    """Away from the ends of x, inputs and outputs travel as 8-byte words (two floats per load or
+    store instruction), not one float at a time."""
     rep = g.report("optimized")
     wide = r"\.(v2\.(u32|b32|f32)|u64|b64)\b"
     loads = len(re.findall(r"ld\.global(\.nc)?" + wide, rep.ptx))
     stores = len(re.findall(r"st\.global" + wide, rep.ptx))
-    words = sol.OUTPUTS_PER_THREAD // 2
-    assert loads >= words and stores >= words, (
-        f"optimized: {loads} 8-byte global loads and {stores} 8-byte stores in PTX, expected at least "
-        f"{words} each: load the row through x viewed as uint64 words")
+    assert loads >= 1 and stores >= 1, (
+        f"optimized: {loads} 8-byte global loads and {stores} 8-byte stores in PTX: load the window and "
+        f"store the outputs through x and out viewed as uint64 words")
 
 
 def test_optimized_reads_neighbours_through_shuffles():
-    """A lane holds V consecutive inputs; its V outputs need the 2 * RADIUS inputs after them too, held
-    by the next lanes: one shfl.sync per input brought over, not one per tap. Naive has none."""
+    """A lane's outputs need inputs that the next lanes loaded: they come over from those lanes'
+    registers by shfl.sync, not from another load. Naive has none."""
     naive, opt = g.report("naive"), g.report("optimized")
-    need = 2 * sol.MASK_RADIUS
     assert naive.count("shfl.sync") == 0, "naive: shuffles in PTX; naive reads every tap from global memory"
-    assert need <= opt.count("shfl.sync") <= 2 * need, (
-        f"optimized: {opt.count('shfl.sync')} shfl.sync in PTX, expected {need} to {2 * need} "
-        f"(the {need} inputs past a lane's own V, loops unrolled)")
+    assert opt.count("shfl.sync") >= 1, (
+        "optimized: no shfl.sync in PTX: the inputs a lane shares with its neighbours come from their registers "
+        "through cuda.shfl_sync")
 
 
 @pytest.mark.gpu

@@ -23,10 +23,11 @@ def test_halo_crosses_tile_boundaries():
 
 
 def test_optimized_stages_the_tile_in_shared_memory():
+    """The day's idea, whatever the tile's shape or loading scheme: inputs stored to shared memory,
+    a barrier, then read back from there; and nothing sent to local memory on the way."""
     rep = g.report("optimized")
     assert rep.count("st.shared") > 0 and rep.count("ld.shared") > 0, "optimized: no shared-memory traffic"
     assert rep.count("bar.sync") >= 1, "optimized: no barrier between staging the tile and reading it"
-    assert rep.shared_bytes >= 4 * sol.SPAN, f"optimized: {rep.shared_bytes} B of shared memory"
     assert rep.stack_bytes == 0, f"optimized: {rep.stack_bytes} bytes of stack frame (local memory)"
 
 

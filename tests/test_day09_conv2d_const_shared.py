@@ -45,11 +45,12 @@ def test_interior_tiles():
 
 
 def test_optimized_reads_taps_from_constant_and_pixels_from_shared():
+    """The day's idea, whatever the tile's shape or loading scheme: taps through the constant cache,
+    pixels stored to shared memory, a barrier, then read back from there; no local memory."""
     rep = g.report("optimized")
     assert rep.count("ld.const") >= 1, "optimized: no ld.const: is the bank a cuda.const.array_like?"
     assert rep.count("st.shared") > 0 and rep.count("ld.shared") > 0, "optimized: no shared-memory tile"
     assert rep.count("bar.sync") >= 1, "optimized: no barrier between staging the tile and reading it"
-    assert rep.shared_bytes >= 4 * sol.SPAN_H * sol.SPAN_W, f"optimized: only {rep.shared_bytes} B of shared"
     assert rep.stack_bytes == 0, f"optimized: {rep.stack_bytes} bytes of stack frame (local memory)"
 
 

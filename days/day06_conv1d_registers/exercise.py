@@ -1,19 +1,49 @@
-"""Day 06 exercise: 1D convolution -- out[i] = sum_j mask[j] * x[i + j - MASK_RADIUS], zeros outside x.
+"""Day 06 exercise: 1D convolution and the five memory spaces -- out[i] = sum_j mask[j] * x[i + j - RADIUS].
 
-Write the two kernels below; the host functions that launch them are given (inputs and the NumPy
-reference come from solutions/, as the grader takes them).
-Read lessons/day06_conv1d_registers.md first: it opens with the five memory spaces.
-Grade with:  make check DAY=6
+Inputs outside x count as zero, so out has the length of x ("same" convolution, as in image filters).
+
+v1 naive      one thread per output, mask[j] and x[i + j - RADIUS] from global memory: 34 loads per output.
+v2 optimized  taps and window in registers: a lane owns V = 8 consecutive outputs, loads its 8 inputs as
+              four 8-byte words, takes the 16 inputs after them from the next two lanes by shfl_sync,
+              and stores its outputs as four words.
+
+The mask width and the outputs per lane are compile-time constants: registers cannot be indexed at
+run time, so only loops with a trip count the compiler knows unroll into named registers (day 12 shows
+the spill you get otherwise). Day 07 builds on that API; day 17 goes deep into shuffles. Read
+lessons/day06_conv1d_registers.md first: it opens with the five memory spaces and teaches the one
+warp shuffle (cuda.shfl_sync) v2 needs.
+
+Napkin math: 8 bytes per output through DRAM (one read, one write) and 2 * MASK_WIDTH = 34 FLOPs:
+4.25 FLOP/byte, below the H200's ~16 FLOP/byte ridge (67 TFLOP/s FP32 / 4.1 TB/s), so the floor is
+the copy rate: n = 2^26 moves 537 MB in ~0.13 ms, ~16 SM clocks per 32 outputs. Naive reaches a
+quarter of it: an SM's L1 serves about one warp request per clock, and naive asks 34 per 32 outputs.
+Every load, store and shuffle goes through that same pipe. An earlier v2 (lanes 32 outputs apart,
+one 4-byte row load per 32 outputs, a shuffle per tap) asked ~19 per 32 outputs and measured 47 % on
+the H200: over budget. This v2 asks ~10: per 256 outputs a warp issues four 8-byte loads and four
+stores spanning 1 KB each (8 lines apiece), two lanes' halo loads, and 16 shuffles; the 17 FMAs per
+output (4 a clock per SM) stay under the budget too.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  conv1d_naive_kernel                    guard i < n, loop j over MASK_WIDTH taps skipping indices outside x,
+                                         accumulate in a float32, store (9 lines)
+  window_kernel.conv1d_registers_kernel  load r, the lane's V inputs of this row and the next: words inside x,
+                                         floats at the ends (12 lines)
+  window_kernel.conv1d_registers_kernel  acc[e] = the V dot products of m with w[e:e + MASK_WIDTH]; store accw as
+                                         words (floats past n) (13 lines)
+Everything else in this file is given. Grade with:  make check DAY=6
 """
 
 import numpy as np
 
 from course import cuda, launch
-from numba import float32, uint64  # noqa: F401  (you will need them; numba names only after the course import)
+from numba import float32, uint64  # numba names only after the course import
 
 TITLE = "1D convolution: the five memory spaces, mask and window in registers"
 MEMORY_SPACE = "register"
 VERSIONS = ("naive", "optimized")
+TEST_SIZES = (1, 9, 255, 257, 1021, 4099)  # 1 and 9: shorter than the mask, every tap at an edge
+BENCH_SIZES = (1 << 26,)  # 268 MB in, 268 MB out: nine times the 60 MB L2
+BOUND = "memory"
 
 MASK_RADIUS = 8
 MASK_WIDTH = 2 * MASK_RADIUS + 1  # 17 taps: wide enough that naive is limited by loads, not DRAM
@@ -28,9 +58,31 @@ LANE_SPAN = (2 * MASK_RADIUS + V - 1) // V + 1  # lanes whose inputs one lane's 
 LANE_WINDOW = LANE_SPAN * V  # 24 slots for the 2 * RADIUS + V = 24 consecutive inputs
 HALO_LANES = LANE_SPAN - 1  # lanes of the next row the last lanes reach into
 WINDOW_WORDS = 2 * LANE_WORDS  # this row and the next, in words
-# The solution's optimized kernel takes ~45 registers: 5 blocks of 256 threads fit in an SM's 64 K registers, so
+# The optimized kernel takes ~45 registers: 5 blocks of 256 threads fit in an SM's 64 K registers, so
 # a grid of 5 blocks per SM is resident at once and no second wave arrives late to stride over x.
 BLOCKS_PER_SM = 5
+
+
+def make_inputs(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n, dtype=np.float32)
+    mask = rng.uniform(0.1, 1.0, MASK_WIDTH).astype(np.float32)
+    mask /= mask.sum()  # a smoothing filter: outputs keep the scale of x
+    return x, mask
+
+
+def reference(x, mask):
+    n = x.size
+    padded = np.pad(x.astype(np.float64), MASK_RADIUS)  # zeros beyond both ends
+    out = np.zeros(n)
+    for j in range(MASK_WIDTH):
+        out += float(mask[j]) * padded[j:j + n]
+    return out.astype(np.float32)
+
+
+def traffic(x, mask):
+    """(minimum bytes moved through device memory, floating-point operations)."""
+    return 2 * x.size * x.itemsize + mask.nbytes, 2 * MASK_WIDTH * x.size
 
 
 @cuda.jit
@@ -38,10 +90,10 @@ def conv1d_naive_kernel(x, mask, out):
     """One thread per output i = cuda.grid(1) (guard i < x.size).
 
     out[i] = sum over j in range(MASK_WIDTH) of mask[j] * x[i + j - MASK_RADIUS], where an index
-    outside 0..n-1 contributes zero. Read mask and x straight from global memory.
+    outside 0 .. n - 1 contributes zero. Read mask and x straight from global memory.
     """
-    raise NotImplementedError("Day 06: guard i < n, loop j over MASK_WIDTH taps skipping indices outside x, "
-                              "accumulate in a float32, store (8 lines)")
+    raise NotImplementedError("Day 06: guard i < n, loop j over MASK_WIDTH taps skipping indices outside x, accumulate "
+                              "in a float32, store (9 lines)")
 
 
 @cuda.jit(device=True, inline=True)
@@ -59,43 +111,78 @@ def window_kernel(fill_taps):
 
     @cuda.jit
     def conv1d_registers_kernel(x, x_words, taps, out, out_words):
-        """Mask and window in registers, inputs and outputs moved as 8-byte words; each lane reads its
-        neighbours' registers with cuda.shfl_sync. x_words and out_words are x and out seen as uint64
-        words (two floats each) over their first even number of elements: the same memory.
+        """Mask and window in registers; inputs and outputs move as 8-byte words; a lane takes its
+        neighbours' inputs from their registers with warp shuffles. x_words and out_words are x and
+        out seen as uint64 words (two floats each) over their first even number of elements: the
+        same memory.
 
-        1. lane = cuda.threadIdx.x % WARP. Fill m = cuda.local.array(MASK_WIDTH, float32) once per
-           thread with fill_taps(m, taps) (given: taps_from_array copies the mask argument in).
-        2. Grid-stride over warp rows of ROW = 32 * V outputs: base = (cuda.grid(1) // WARP) * ROW, step
-           (cuda.gridsize(1) // WARP) * ROW, while base < n. The same trip count for all 32 lanes: every
-           lane must take part in every shuffle, even a lane whose outputs lie past the end of x.
-        3. Window: rw = cuda.local.array(WINDOW_WORDS, uint64) and r = rw.view(np.float32), the same
-           registers as 2 * V floats: this lane's V inputs of the row that starts at
-           start = base - MASK_RADIUS, then its V inputs of the next row. Lane `lane` holds
-           x[start + lane * V + e] in r[e] and x[start + ROW + lane * V + e] in r[V + e].
-           - If start >= 0 and start + 2 * ROW <= 2 * x_words.size, load words:
+        A warp owns a row of ROW = 32 * V consecutive outputs per trip of a grid-stride loop; lane
+        `lane` (0 .. 31) computes outputs o = base + lane * V .. o + V - 1. Given: the taps in m (once
+        per thread), the register arrays, the loop, and the shuffle exchange between the two parts
+        you write in each trip:
+
+        1. The loads. The window starts a radius early, start = base - MASK_RADIUS. Fill r, the
+           registers rw read as 2 * V floats, with the lane's V inputs of this row and of the next:
+           r[e] = x[start + lane * V + e] and r[V + e] = x[start + ROW + lane * V + e].
+           - If start >= 0 and start + 2 * ROW <= 2 * x_words.size, load LANE_WORDS words,
              rw[h] = x_words[uint64(start // 2) + uint64(lane * LANE_WORDS + h)], and the next row's
-             words (ROW // 2 further) only where lane < HALO_LANES (the others: uint64(0)).
-           - Otherwise load each of the 2 * V floats, clamping the index into x and using zero outside.
-        4. The window of this lane's outputs: w = cuda.local.array(LANE_WINDOW, float32). w[e] = r[e];
-           for d in range(1, LANE_SPAN) and e in range(V), w[d * V + e] is element e of lane lane + d,
-           or of lane lane + d - 32 in the next row once that passes 31. A shuffle returns what the
-           source sends, so the sender chooses the row (lane >= d: its reader sits d lanes below):
-               here, next_row = r[e], r[V + e]
-               w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, (lane + d) % WARP)
-           Choose between the two values, not between r[e] and r[V + e] themselves: a choice between
-           array slots becomes an address, and an array with an address lives in local memory.
-        5. Output base + lane * V + e is the sum over j of m[j] * w[e + j]. Keep the V sums in
-           accw = cuda.local.array(LANE_WORDS, uint64) through acc = accw.view(np.float32), and store
-           them as LANE_WORDS words out_words[uint64(o // 2) + uint64(h)] = accw[h] (o = base + lane * V)
-           when o + V <= 2 * out_words.size, else one float at a time where o + e < n.
+             words (ROW // 2 further) only where lane < HALO_LANES: uint64(0) elsewhere, as no lane
+             reads the others' next row.
+           - Otherwise (a row that touches either end of x) load the 2 * V floats one at a time,
+             clamping the index into x and putting zero where it falls outside x.
+        2. The outputs. After the exchange w holds the lane's LANE_WINDOW = V + 2 * MASK_RADIUS
+           consecutive inputs, w[t] = x[start + lane * V + t]. For e in range(V):
+           acc[e] = sum over j in range(MASK_WIDTH) of m[j] * w[e + j] (acc: the registers accw read
+           as floats). Store them as words, out_words[uint64(o // 2) + uint64(h)] = accw[h], when
+           o + V <= 2 * out_words.size; else one float at a time, out[o + e] where o + e < n.
 
-        Only constant loop bounds: the compiler then unrolls the loops and m, rw, w and accw live in
-        registers. The grader checks stack frame 0, the loads per output, 8-byte loads and stores, and
-        2 * MASK_RADIUS shuffles (one per input brought over, not one per tap) in the PTX.
+        Only constant loop bounds (V, 2 * V, LANE_WORDS, MASK_WIDTH): the compiler then unrolls the
+        loops, every index into m, rw, w and accw is a constant, and the arrays stay in registers.
+        The grader checks that in the PTX (stack frame 0), with fewer loads per output than taps,
+        8-byte loads and stores, and the shuffles.
         """
-        raise NotImplementedError("Day 06: taps into registers, then a warp-uniform grid-stride loop over warp "
-                                  "rows: load words (or floats at the ends), one shfl_sync per neighbour input, "
-                                  "V dot products, word stores (50 lines)")
+        n = x.size
+        lane = cuda.threadIdx.x % WARP  # the thread's place in its warp of 32
+        # Constant trip counts let the compiler unroll every loop below, so m, rw, w and accw become
+        # named registers (stack frame 0); one runtime index anywhere would move the array to local memory.
+        m = cuda.local.array(MASK_WIDTH, float32)
+        fill_taps(m, taps)  # once per thread, reused for every output it computes
+        # This lane's V inputs of the warp's row and of the row after it, loaded as 8-byte words and read
+        # as floats: the same registers under two names (a view changes the type, not the bits).
+        rw = cuda.local.array(WINDOW_WORDS, uint64)
+        r = rw.view(np.float32)
+        w = cuda.local.array(LANE_WINDOW, float32)  # the 2 * RADIUS + V inputs this lane's outputs need
+        accw = cuda.local.array(LANE_WORDS, uint64)  # the V outputs, stored as words
+        acc = accw.view(np.float32)
+        base = (cuda.grid(1) // WARP) * ROW  # first output of this warp's row of 32 * V
+        step = (cuda.gridsize(1) // WARP) * ROW
+        # The trip count is the same for all 32 lanes: lanes past the end of x stay in the loop,
+        # because a shuffle reads a register of a lane that must be executing the same shuffle.
+        while base < n:
+            raise NotImplementedError("Day 06: load r, the lane's V inputs of this row and the next: words inside x, "
+                                      "floats at the ends (12 lines)")
+            # The exchange. A warp's 32 lanes execute each instruction together, and
+            # cuda.shfl_sync(FULL_MASK, value, src) is one instruction for all of them: every lane hands
+            # over `value` and gets back the value lane `src` handed over, register to register through
+            # the SM's crossbar, no memory. FULL_MASK (one bit per lane, all 32 set) says every lane
+            # takes part, so every lane must reach every shuffle: hence the warp-uniform loop above.
+            # Output base + lane * V + e needs window inputs t = e .. e + 2 * RADIUS counted from this
+            # lane's first: element t % V of lane lane + t // V, taken from the next row once that lane
+            # passes the warp's end. A shuffle delivers what the source offers, so the source (d lanes
+            # ahead, or d - 32 in the next row) picks the row: the lanes below d offer their next row.
+            for e in range(V):
+                w[e] = r[e]
+            for d in range(1, LANE_SPAN):
+                src = (lane + d) % WARP
+                for e in range(V):
+                    # Read both rows, then choose between the two values: choosing between array slots
+                    # lets the compiler choose an address, and an array with an address lives in local
+                    # memory.
+                    here, next_row = r[e], r[V + e]
+                    w[d * V + e] = cuda.shfl_sync(FULL_MASK, here if lane >= d else next_row, src)
+            raise NotImplementedError("Day 06: acc[e] = the V dot products of m with w[e:e + MASK_WIDTH]; store accw "
+                                      "as words (floats past n) (13 lines)")
+            base += step
 
     return conv1d_registers_kernel
 

@@ -1,19 +1,57 @@
 """Day 10 exercise: 3D 7-point stencil -- a shared x-y plane and a register queue along z.
 
 out[z, y, x] = C * u[z, y, x] + X * (u[z, y, x - 1] + u[z, y, x + 1]) + Y * (u[z, y - 1, x] + u[z, y + 1, x])
-             + Z * (u[z - 1, y, x] + u[z + 1, y, x]),  with (C, X, Y, Z) = coef and u = 0 outside the grid.
-Write the two kernels; the helper _value, the host functions and the launch shapes are given.
-Grade with:  make check DAY=10
+             + Z * (u[z - 1, y, x] + u[z + 1, y, x]),  with (C, X, Y, Z) = coef and u = 0 outside the grid:
+one explicit step of heat diffusion with a zero (Dirichlet) boundary.
+
+v1 naive      one thread per point, (32, 8, 1) blocks: seven loads per output from global memory. The
+              x and most y neighbours hit L1; the z neighbours were loaded by blocks one plane away,
+              so they come from L2 -- or from DRAM again once a plane no longer fits in L2.
+v2 optimized  each (32, 16) block marches along z through Z_CHUNK planes. Every thread keeps its own
+              column's z - 1, z and z + 1 in registers (plus two planes of prefetch), writes plane z
+              into a shared (18, 34) tile whose halo rows and columns three warps load, and reads its
+              four x-y neighbours from there: one global load per output, each input read once. The
+              tile is double-buffered by z's parity, so a plane needs one barrier, not two.
+              Every x-y bounds test is decided once before the march; the grids are passed as flat
+              arrays so each load is a running unsigned offset that grows by one plane a step; only
+              the chunk's last planes test z. ~45 SASS instructions an output instead of ~127.
+
+Napkin math: 8 bytes per point through DRAM and 10 FLOPs: 1.25 FLOP/byte, deep in the memory-bound
+region. A (512, 512, 512) grid moves 1.07 GB, ~0.26 ms at the H200's ~4.1 TB/s: ~16 SM clocks per
+warp of 32 outputs. Naive issues 7 loads per warp of outputs, and the L2 catches its z re-reads while a
+plane (1 MB) is far smaller than the 60 MB L2, so DRAM sees each input about once there (it still
+measures only 22 % of the copy rate: bound by its L1 and L2 requests, not by DRAM);
+with (2048, 2048) planes (16 MB each) the z neighbours fall out of L2 between uses and naive reads
+most inputs from DRAM two or three times. The marching kernel reads each input once at any size.
+Sixteen clocks on four schedulers are ~64 warp-instructions per warp of 32 outputs. The first march
+(a bounds-checked 3D index on every load, six compares each) issued ~127 SASS instructions an output
+and reached 42 % of the copy rate; here the loop issues ~45 a plane (2 loads, 2 barriers, 2 shared
+stores, 4 shared loads, 7 FP, 1 store, ~12 address adds, the rest predicates and loop control;
+one of those barriers is gone with the double-buffered tile).
+
+What you write (each raises NotImplementedError with its hint until you do):
+  stencil_naive_kernel   one thread per point, the formula with _value for neighbours (7 lines)
+  _stencil_plane         store here (and the halo point if on duty) into the plane, barrier, then the stencil if
+                         inside (9 lines)
+  stencil_zmarch_kernel  halo duty, z queue in registers, per plane: prefetch, _stencil_plane, switch half, rotate
+                         (64 lines)
+Everything else in this file is given. Grade with:  make check DAY=10
 """
 
 import numpy as np
 
 from course import cuda, launch
-from numba import float32, uint64  # noqa: F401  (numba names only after the course import)
+from numba import float32, uint64  # numba names only after the course import
 
 TITLE = "3D 7-point stencil: shared x-y plane, register queue along z"
 MEMORY_SPACE = "shared + register"
 VERSIONS = ("naive", "optimized")
+# (nz, ny, nx): a point; smaller than a tile; one full (16, 32) tile; 2 x 2 tiles with ragged edges.
+TEST_SIZES = ((1, 1, 1), (3, 5, 7), (4, 16, 32), (3, 17, 33))
+# 537 MB in and out with 1 MB planes (L2 holds the z neighbours: naive looks good), then the same
+# bytes with 16 MB planes (L2 cannot: naive re-reads DRAM, the marching kernel does not).
+BENCH_SIZES = ((512, 512, 512), (32, 2048, 2048))
+BOUND = "memory"
 
 NAIVE_BLOCK = (32, 8, 1)  # (x, y, z): a warp is 32 neighbours of one row
 BLOCK = (32, 16)  # optimized (x, y); 2 * BLOCK[1] == BLOCK[0], so one warp loads both side columns
@@ -22,6 +60,32 @@ PLANE_H = BLOCK[1] + 2  # (18, 34): the tile of plane z and a one-point halo all
 PLANE_W = BLOCK[0] + 2
 PLANE_SLOTS = PLANE_H * PLANE_W  # the shared plane, flat
 BUFFER_SLOTS = 2 * PLANE_SLOTS  # two planes: z's parity picks one
+
+
+def make_inputs(n, seed: int = 0):
+    nz, ny, nx = (n, n, n) if isinstance(n, int) else n
+    rng = np.random.default_rng(seed)
+    u = rng.standard_normal((nz, ny, nx), dtype=np.float32)  # (nz, ny, nx)
+    axes = rng.uniform(0.04, 0.16, 3)  # a different weight per axis: a swapped axis shows up
+    coef = np.array([1.0 - 2.0 * axes.sum(), *axes], dtype=np.float32)  # (C, X, Y, Z)
+    return u, coef
+
+
+def reference(u, coef):
+    nz, ny, nx = u.shape
+    p = np.pad(u.astype(np.float64), 1)  # zeros beyond every face
+    c, cx, cy, cz = (float(v) for v in coef)
+    core = p[1:-1, 1:-1, 1:-1]
+    out = (c * core
+           + cx * (p[1:-1, 1:-1, :-2] + p[1:-1, 1:-1, 2:])
+           + cy * (p[1:-1, :-2, 1:-1] + p[1:-1, 2:, 1:-1])
+           + cz * (p[:-2, 1:-1, 1:-1] + p[2:, 1:-1, 1:-1]))
+    return out.astype(np.float32)
+
+
+def traffic(u, coef):
+    """(minimum bytes moved through device memory, floating-point operations)."""
+    return 2 * u.nbytes + coef.nbytes, 10 * u.size
 
 
 @cuda.jit(device=True)
@@ -37,7 +101,26 @@ def _value(u, z, y, x):
 def stencil_naive_kernel(u, coef, out):
     """One thread per point: x, y, z = cuda.grid(3), guard z < nz and y < ny and x < nx. Seven loads
     from global memory: u[z, y, x] and its six neighbours through _value (zero outside the grid)."""
-    raise NotImplementedError("Day 10: one thread per point, the formula with _value for neighbours (8 lines)")
+    raise NotImplementedError("Day 10: one thread per point, the formula with _value for neighbours (7 lines)")
+
+
+@cuda.jit(device=True)
+def _stencil_plane(plane, flat_out, at, mine, duty, on_duty, inside, here, below, above, halo_here,
+                   c, cx, cy, cz):
+    """One step of the march: plane z into its half of the shared buffer, then the outputs of plane z.
+
+    ``mine`` and ``duty`` already point into that half (z's parity picks it): ``mine`` is the slot of
+    the thread's own point, ``duty`` the halo slot it fills when ``on_duty``. ``here``, ``below`` and
+    ``above`` are the thread's column at z, z - 1 and z + 1 (registers), ``halo_here`` its halo
+    point of plane z, ``at`` the offset of its point of plane z in flat_out, ``inside`` whether that
+    point is in the grid, (c, cx, cy, cz) the coefficients. Store here (and the halo point) into the
+    plane, cuda.syncthreads(), then, if inside, flat_out[at] = the stencil: the x neighbours at
+    slots mine - 1 and mine + 1, the y neighbours at mine - PLANE_W and mine + PLANE_W, the z
+    neighbours from below and above. Every thread must reach the barrier: guard the store to
+    flat_out, not the call.
+    """
+    raise NotImplementedError("Day 10: store here (and the halo point if on duty) into the plane, barrier, then the "
+                              "stencil if inside (9 lines)")
 
 
 @cuda.jit
@@ -49,23 +132,22 @@ def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
     1. plane = cuda.shared.array(BUFFER_SLOTS, float32): two planes, row-major (PLANE_H, PLANE_W)
        each; plane z uses the half at offset half = 0 or PLANE_SLOTS, switched every z. In a half,
        slot (ty + 1) * PLANE_W + tx + 1 holds the thread's own point of plane z; row 0 / row 17 /
-       column 0 / column 33 hold the halo. Halo duty: warp 0 loads the row above the tile, the last warp the row
-       below, warp 1 the left (lanes 0-15) and right (lanes 16-31) columns; other threads load none.
+       column 0 / column 33 hold the halo. Halo duty: warp 0 loads the row above the tile, the last
+       warp the row below, warp 1 the left (lanes 0-15) and right (lanes 16-31) columns; other threads
+       load none.
     2. Decide every x-y bounds test once, before the march (inside the grid? halo point inside?), and
        keep uint64 offsets: one for the thread's point of plane z, one per prefetch; each grows by
        ny * nx a plane. Points outside the grid are zero.
     3. Keep the column in registers: below (z - 1), here (z), above (z + 1), and prefetch two planes
        ahead so loads are in flight through the barriers; the halo point keeps a shorter queue.
     4. For each z: issue the prefetch loads (test z only near the chunk's end: split the march into a
-       main loop and a tail of the last planes); store `here` (and the halo point) into plane z's
-       half; cuda.syncthreads(); out from here, four plane neighbours, below and above (guard inside;
-       never guard the barrier); switch the half; rotate the queues. One barrier a plane is enough:
-       the half written at z last held plane z - 2, which every thread finished reading before the
-       barrier of plane z - 1. A device function for this per-plane step keeps one copy of it for
-       both loops.
+       main loop and a tail of the last planes); call _stencil_plane (you write it too: plane z into
+       its half, barrier, the outputs; every thread calls it); switch the half; rotate the queues.
+       One barrier a plane is enough: the half written at z last held plane z - 2, which every
+       thread finished reading before the barrier of plane z - 1.
     """
-    raise NotImplementedError("Day 10: halo duty, z queue in registers, per plane: prefetch, store into "
-                              "this plane's half, barrier, stencil, switch half, rotate (72 lines)")
+    raise NotImplementedError("Day 10: halo duty, z queue in registers, per plane: prefetch, _stencil_plane, switch "
+                              "half, rotate (64 lines)")
 
 
 KERNELS = {
