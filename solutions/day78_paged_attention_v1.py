@@ -18,8 +18,7 @@ v2 optimized  one block per (sequence, head); its warps take 16-row trips (a pag
               columns of q and of the output, its words interleaved with its neighbours' so one warp
               instruction reads whole sectors; 16 rows per warp trip with every load issued first;
               online softmax in base 2; warps merged once through a few KB of shared memory that
-              does not grow with the context. (The same kernel takes several heads per block, day
-              79, and a page range per block, day 81.)
+              does not grow with the context.
 
 Napkin math (64 seqs x 32 heads over 8 KV heads x head_dim 128, context 4096, fp16 cache): the K and
 V pages are 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB, the queries and outputs 1 MB. Per KV element
@@ -57,7 +56,6 @@ WARP = 32
 # optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
 NUM_WARPS = 2 if DEVICE.kind == "sim" else 4
 MAX_HEAD_DIM = 128  # q and the accumulator live in registers, so the bound is fixed
-MAX_COLS = MAX_HEAD_DIM // WARP
 NO_LOGIT = -1.0e30  # the running max before any token: finite, far below any real logit
 NAIVE_THREADS = 64
 
@@ -169,20 +167,26 @@ def traffic(query, key_cache, value_cache, block_tables, context_lens, scale):
     return kv_bytes + q_bytes, 4 * tokens * num_heads * head_dim
 
 
-# --- validation (shared by days 79-81) ----------------------------------------------------------
+# --- validation (days 79-89 reuse it) -----------------------------------------------------------
 
 
-def check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale, *, max_head_dim=None,
-                 cache_dtypes=(np.float32, np.float16)):
-    """ValueError, before any launch, unless the six inputs describe a valid decode step.
+def check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale):
+    """ValueError, before any launch, unless the six inputs describe a valid decode step over a float32
+    or float16 cache (the element types this day's kernels read).
 
     Shapes and dtypes are always checked. The contents of block_tables and context_lens are checked
     when they are NumPy arrays; device arrays are trusted (reading them back would stall the launch
-    queue; serving engines trust the scheduler's metadata the same way). ``cache_dtypes``: the cache
-    element types the caller's kernels read (day 88 passes int8).
+    queue; serving engines trust the scheduler's metadata the same way).
     """
+    launch.check_array("key_cache", key_cache, dtype=(np.float32, np.float16), ndim=4)
+    check_decode_step(query, key_cache, value_cache, block_tables, context_lens, scale)
+
+
+def check_decode_step(query, key_cache, value_cache, block_tables, context_lens, scale):
+    """check_inputs whatever the cache's element type: the shapes, the head grouping, head_dim, the
+    scale, and what block_tables and context_lens hold."""
     launch.check_array("query", query, dtype=np.float32, ndim=3)
-    launch.check_array("key_cache", key_cache, dtype=cache_dtypes, ndim=4)
+    launch.check_array("key_cache", key_cache, ndim=4)
     launch.check_array("value_cache", value_cache, dtype=key_cache.dtype, shape=key_cache.shape)
     num_seqs, num_heads, head_dim = query.shape
     num_blocks, block_size, num_kv_heads, cache_dim = key_cache.shape
@@ -190,9 +194,8 @@ def check_inputs(query, key_cache, value_cache, block_tables, context_lens, scal
         raise ValueError(f"key_cache: expected head_dim {head_dim} (from query), got {cache_dim}")
     if num_kv_heads < 1 or num_heads % num_kv_heads:
         raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
-    limit = max_head_dim or MAX_HEAD_DIM
-    if head_dim % WARP or not 0 < head_dim <= limit:
-        raise ValueError(f"head_dim must be a multiple of {WARP} up to {limit}, got {head_dim}")
+    if head_dim % WARP or not 0 < head_dim <= MAX_HEAD_DIM:
+        raise ValueError(f"head_dim must be a multiple of {WARP} up to {MAX_HEAD_DIM}, got {head_dim}")
     launch.check_array("block_tables", block_tables, dtype=np.int32, ndim=2)
     if block_tables.shape[0] != num_seqs:
         raise ValueError(f"block_tables: expected {num_seqs} rows (one per sequence), "
@@ -224,6 +227,14 @@ def check_inputs(query, key_cache, value_cache, block_tables, context_lens, scal
 
 @cuda.jit
 def paged_attention_naive_kernel(out, query, key_cache, value_cache, block_tables, context_lens, scale):
+    """One thread per (sequence, head): i = cuda.grid(1) -> seq = i // num_heads, head = i % num_heads.
+
+    Walk the tokens t = 0 .. ctx-1 through the block table (block = block_tables[seq, t // block_size],
+    row t % block_size). Three passes: (1) the largest logit m = max_t scale * q.k_t; (2) zero the
+    output row, then for each token p = exp(logit - m), total += p, out[seq, head, :] += p * v_t;
+    (3) divide the row by total. Convert cache elements with float32(...): the cache may be float16.
+    """
+    # EXERCISE: guard i < num_seqs * num_heads, then three loops over the tokens through the block table
     i = cuda.grid(1)
     num_seqs, num_heads, head_dim = query.shape
     if i >= num_seqs * num_heads:
@@ -262,252 +273,175 @@ def paged_attention_naive_kernel(out, query, key_cache, value_cache, block_table
 
 
 # --- v2 optimized: one block per (sequence, head), thread groups over tokens -----------------------
-#
-# One kernel serves days 78, 79, 81 and 89: `heads` query heads of one KV-head group per block (1
-# here; day 79 gives a block the group), and pages [part * part_pages, (part + 1) * part_pages) of
-# the context per block (one partition spanning the table here; day 81 splits it).
-
-
-def trip_plan(heads: int, block_size: int, lanes: int) -> tuple[int, bool]:
-    """(rows per thread group per trip, prefetch): what fits in registers, chosen by measurement on
-    the H200 at head_dim 128 (day 79's lesson has the numbers): with one or two heads per block, four
-    rows per group (a 16-token trip) and no prefetch; with three or four heads, q and the
-    accumulators take 128 registers, so two rows per group and the next trip's loads issued before
-    this trip's arithmetic."""
-    groups = WARP // lanes
-    rows = max(1, min(ROW_STEP, block_size) // groups)
-    if heads <= 2:
-        return rows, False
-    return max(1, rows // 2), True
 
 
 @functools.cache
-def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int = 1,
-                     num_warps: int = NUM_WARPS, prefetch=None):
-    """The optimized kernel for one (head_dim, cache dtype, block size, heads per block). Numba
-    compiles the closure's Python ints as constants: the per-lane arrays get fixed sizes, every loop
-    over them unrolls, and the word offsets inside a row fold into the load instructions.
+def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
+    """The optimized kernel for one (head_dim, cache dtype, block size). Numba compiles the closure's
+    Python ints as constants: the per-lane arrays get fixed sizes, every loop over them unrolls, and
+    the word offsets inside a row fold into the load instructions.
 
-    Launch: grid (num_heads // heads, num_seqs, partitions), num_warps * 32 threads; arguments
-    (part_out (seqs, heads, partitions, head_dim), part_max, part_sum (seqs, heads, partitions),
-    query, key_words, value_words (flat uint64 views of the caches), block_tables, context_lens,
-    scale * log2(e), num_kv_heads, part_pages). Each block writes its partition's normalized output
-    with the partition's running max and exp-sum (base 2): with one partition that is the answer."""
+    Launch: grid (num_heads, num_seqs), NUM_WARPS * 32 threads; arguments (out (num_seqs, num_heads,
+    head_dim), query, key_words, value_words (flat uint64 views of the caches), block_tables,
+    context_lens, scale * log2(e), num_kv_heads)."""
     elem = np.dtype(cache_dtype).type
     PW, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
-    TOK, PREFETCH = trip_plan(heads, block_size, G)
-    PREFETCH = PREFETCH if prefetch is None else prefetch
     NG = WARP // G  # rows a warp works on side by side, one per thread group
-    TRIP = NG * TOK  # rows per warp trip
+    TOK = max(1, min(ROW_STEP, block_size) // NG)  # rows per group per trip: 16-row trips
+    TRIP = NG * TOK  # rows per warp trip (a page at block 16)
     TRIPS = (block_size + TRIP - 1) // TRIP  # trips per page
-    BS, HG, NW, HEAD_DIM = block_size, heads, num_warps, head_dim
+    BS, HEAD_DIM = block_size, head_dim
     KW = TOK * WL  # words of K (and of V) a lane holds per trip
-    QN, SN, SMN = HG * VEC, HG * TOK, HG * head_dim  # array sizes must be plain constants for Numba
-
-    @cuda.jit(device=True, inline=True)
-    def load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words):
-        # Every load of a trip first: 2 * TOK * WL independent 8-byte words per lane in flight. Rows
-        # past the context are never read (they may hold NaN, and NaN * 0 is NaN): a dead row
-        # re-reads the page's last live row, an L1 hit, and is masked out of the softmax.
-        for u in range(TOK):
-            row = min(t0 + u * NG + grp, n_tok - 1)
-            off = base + uint64(uint32(row) * row_words)
-            for w in range(WL):
-                kbuf[u * WL + w] = key_words[off + uint64(G * w)]
-                vbuf[u * WL + w] = value_words[off + uint64(G * w)]
-
-    @cuda.jit(device=True, inline=True)
-    def attend(q, acc, m, l, s, k, v, t0, n_tok, grp):
-        # Dot products of the trip's rows with each head's q slice, then the online softmax update.
-        for hh in range(HG):
-            for u in range(TOK):
-                dot = float32(0.0)
-                for e in range(VEC):
-                    dot += q[hh * VEC + e] * float32(k[u * VEC + e])
-                s[hh * TOK + u] = dot
-        o = G // 2  # a token's G lanes hold pieces of one dot product: log2(G) butterfly steps
-        while o > 0:
-            for i in range(SN):
-                s[i] += cuda.shfl_xor_sync(0xFFFFFFFF, s[i], o)
-            o //= 2
-        for hh in range(HG):
-            m_new = m[hh]
-            for u in range(TOK):
-                if t0 + u * NG + grp >= n_tok:
-                    s[hh * TOK + u] = -math.inf  # exp2(-inf) = 0: the dead row drops out
-                m_new = max(m_new, s[hh * TOK + u])
-            correction = math.exp2(m[hh] - m_new)
-            l[hh] *= correction
-            for e in range(VEC):
-                acc[hh * VEC + e] *= correction
-            for u in range(TOK):
-                p = math.exp2(s[hh * TOK + u] - m_new)
-                l[hh] += p
-                for e in range(VEC):
-                    acc[hh * VEC + e] += p * float32(v[u * VEC + e])
-            m[hh] = m_new
 
     @cuda.jit(fastmath=True)
-    def paged_attention_kernel(part_out, part_max, part_sum, query, key_words, value_words, block_tables,
-                               context_lens, scale, num_kv_heads, part_pages):
+    def paged_attention_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
+                               num_kv_heads):
+        """One block per (sequence, head): blockIdx.x = head, blockIdx.y = seq; NUM_WARPS warps.
+
+        key_words / value_words: the caches as flat uint64 words of PW elements (cache_words); the row
+        of token slot r of physical block b, KV head h, starts at word (b * BS + r) * num_kv_heads *
+        ROW_WORDS + h * ROW_WORDS. scale already includes log2(e): use math.exp2 throughout.
+
+        - Lane `lane` is in thread group grp = lane // G (its row of each trip step) and holds words
+          gl, gl + G, gl + 2G, ... (gl = lane % G) of that row: WL words, VEC elements, element j of
+          word w being column (gl + G * w) * PW + j. Interleaved, one warp load reads whole sectors of
+          each row. q * scale and the accumulator for those columns: cuda.local.array(VEC, float32);
+          loaded words: cuda.local.array(KW, uint64), read as elements through buf.view(elem).
+        - Warps take trips round-robin: trip = warp, warp + NUM_WARPS, ... < num_pages * TRIPS, page
+          trip // TRIPS, rows from t0 = (trip % TRIPS) * TRIP. Once a trip, in 64 bits: base =
+          block id * page_words (BS * num_kv_heads * ROW_WORDS) + kv_head * ROW_WORDS + gl; a row adds
+          uint32(row) * row_words, every term unsigned (Numba makes uint64 + int64 a float64).
+          Group grp takes rows t0 + u * NG + grp, u < TOK: issue every K and V load first, a dead
+          row clamped onto row n_tok - 1 (never read past the context), its logit -inf.
+        - Dot products: partial sums per lane, then shfl_xor_sync over offsets G/2, ..., 1.
+        - Online softmax per group: running max m (from float32(NO_LOGIT)) and exp-sum l; rescale l
+          and acc by exp2(m - m_new) before adding exp2(s - m_new) * v.
+        - Fold the NG groups with shfl_xor_sync over offsets G, 2G, ..., 16 (m, l and each acc[e]),
+          then merge the warps through cuda.shared.array((NUM_WARPS, HEAD_DIM), float32) plus their
+          m and l, one cuda.syncthreads(): out[d] = sum_w acc_w[d] 2^(m_w - M) / sum_w l_w 2^(m_w - M).
+        """
+        # EXERCISE: thread groups over tokens, word loads first, shfl_xor dots, online softmax, fold, merge
         seq = cuda.blockIdx.y
-        h0 = cuda.blockIdx.x * HG  # this block's first query head; all HG share one KV head
-        part = cuda.blockIdx.z
+        head = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         warp = tid // WARP
         lane = tid % WARP
         grp = lane // G  # the row of each trip step this lane's group takes
         gl = lane % G  # the words of the row it holds: gl, gl + G, gl + 2G, ...
-        kv_head = h0 // (query.shape[1] // num_kv_heads)
+        kv_head = head // (query.shape[1] // num_kv_heads)
         ctx = context_lens[seq]
-        first = part * part_pages
-        end = min(first + part_pages, (ctx + BS - 1) // BS)
-        if first >= end:
-            return  # a partition past this sequence's context: the reduce never reads it
+        num_pages = (ctx + BS - 1) // BS
         row_words = uint32(num_kv_heads * ROW_WORDS)  # one token's K row of every KV head
         page_words = uint64(BS) * uint64(row_words)
         lane_words = uint64(kv_head * ROW_WORDS + gl)
 
         # Fixed-size arrays indexed only by unrolled constant loops: LLVM keeps them in registers.
-        q = cuda.local.array(QN, float32)
-        acc = cuda.local.array(QN, float32)
-        m = cuda.local.array(HG, float32)  # per head: the group's running max and exp-sum
-        l = cuda.local.array(HG, float32)
-        s = cuda.local.array(SN, float32)
+        q = cuda.local.array(VEC, float32)
+        acc = cuda.local.array(VEC, float32)
+        s = cuda.local.array(TOK, float32)
         kbuf = cuda.local.array(KW, uint64)  # (TOK, WL) words as loaded
         vbuf = cuda.local.array(KW, uint64)
         k = kbuf.view(elem)  # the same registers read as (TOK, VEC) cache elements
         v = vbuf.view(elem)
-        for hh in range(HG):
-            for w in range(WL):
-                for j in range(PW):
-                    q[hh * VEC + w * PW + j] = query[seq, h0 + hh, (gl + G * w) * PW + j] * scale
-                    acc[hh * VEC + w * PW + j] = 0.0
-            # Finite, so a group with no token yet rescales by exp2(0) = 1, not exp2(-inf + inf).
-            m[hh] = NO_LOGIT
-            l[hh] = 0.0
+        for w in range(WL):
+            for j in range(PW):
+                q[w * PW + j] = query[seq, head, (gl + G * w) * PW + j] * scale
+                acc[w * PW + j] = 0.0
+        # Finite, so a group with no token yet rescales by exp2(0) = 1, not exp2(-inf + inf).
+        m = float32(NO_LOGIT)
+        l = float32(0.0)
 
-        if PREFETCH:
-            # Trips numbered across the partition's pages, warps taking them in turn; the next
-            # trip's loads go out before this trip's arithmetic, so each warp always waits on one.
-            kn = cuda.local.array(KW, uint64)
-            vn = cuda.local.array(KW, uint64)
-            end_trip = end * TRIPS
-            trip = first * TRIPS + warp
-            if trip < end_trip:
-                page = trip // TRIPS
-                base = uint64(block_tables[seq, page]) * page_words + lane_words
-                load_trip(kbuf, vbuf, key_words, value_words, base, (trip % TRIPS) * TRIP,
-                          min(BS, ctx - page * BS), grp, row_words)
-            while trip < end_trip:
-                nxt = trip + NW
-                if nxt < end_trip:
-                    page = nxt // TRIPS
-                    base = uint64(block_tables[seq, page]) * page_words + lane_words
-                    load_trip(kn, vn, key_words, value_words, base, (nxt % TRIPS) * TRIP,
-                              min(BS, ctx - page * BS), grp, row_words)
-                page = trip // TRIPS
-                t0 = (trip % TRIPS) * TRIP
-                n_tok = min(BS, ctx - page * BS)
-                if t0 < n_tok:
-                    attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
-                for i in range(KW):
-                    kbuf[i] = kn[i]
-                    vbuf[i] = vn[i]
-                trip = nxt
-        else:
-            # Warps take trips round-robin: at block 16 a trip is a page; a page of many trips (a
-            # contiguous cache is one page of max_len rows) is still shared by every warp.
-            for trip in range(first * TRIPS + warp, end * TRIPS, NW):
-                page = trip // TRIPS  # TRIPS is a constant: a shift, or nothing at one trip a page
-                t0 = (trip % TRIPS) * TRIP
-                n_tok = min(BS, ctx - page * BS)
-                if t0 < n_tok:
-                    base = uint64(block_tables[seq, page]) * page_words + lane_words  # 64-bit once a trip
-                    load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words)
-                    attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
+        # Warps take trips round-robin: at block 16 a trip is a page; a page of many trips (a
+        # contiguous cache is one page of max_len rows) is still shared by every warp.
+        for trip in range(warp, num_pages * TRIPS, NUM_WARPS):
+            page = trip // TRIPS  # TRIPS is a constant: a shift, or nothing at one trip a page
+            t0 = (trip % TRIPS) * TRIP
+            n_tok = min(BS, ctx - page * BS)
+            if t0 < n_tok:
+                base = uint64(block_tables[seq, page]) * page_words + lane_words  # 64-bit once a trip
+                # Every load of the trip first: 2 * TOK * WL independent 8-byte words per lane in
+                # flight. Rows past the context are never read (they may hold NaN, and NaN * 0 is
+                # NaN): a dead row re-reads the page's last live row, an L1 hit, and is masked below.
+                for u in range(TOK):
+                    row = min(t0 + u * NG + grp, n_tok - 1)
+                    off = base + uint64(uint32(row) * row_words)
+                    for w in range(WL):
+                        kbuf[u * WL + w] = key_words[off + uint64(G * w)]
+                        vbuf[u * WL + w] = value_words[off + uint64(G * w)]
+                for u in range(TOK):
+                    dot = float32(0.0)
+                    for e in range(VEC):
+                        dot += q[e] * float32(k[u * VEC + e])
+                    s[u] = dot
+                o = G // 2  # a token's G lanes hold pieces of one dot product: log2(G) butterfly steps
+                while o > 0:
+                    for u in range(TOK):
+                        s[u] += cuda.shfl_xor_sync(0xFFFFFFFF, s[u], o)
+                    o //= 2
+                m_new = m
+                for u in range(TOK):
+                    if t0 + u * NG + grp >= n_tok:
+                        s[u] = -math.inf  # exp2(-inf) = 0: the dead row drops out
+                    m_new = max(m_new, s[u])
+                correction = math.exp2(m - m_new)
+                l *= correction
+                for e in range(VEC):
+                    acc[e] *= correction
+                for u in range(TOK):
+                    p = math.exp2(s[u] - m_new)
+                    l += p
+                    for e in range(VEC):
+                        acc[e] += p * float32(v[u * VEC + e])
+                m = m_new
 
         # Fold the warp's NG groups (lanes gl, gl + G, ... hold the same columns): log2(NG) steps.
         o = G
         while o < WARP:
-            for hh in range(HG):
-                m_o = cuda.shfl_xor_sync(0xFFFFFFFF, m[hh], o)
-                l_o = cuda.shfl_xor_sync(0xFFFFFFFF, l[hh], o)
-                m_new = max(m[hh], m_o)
-                a = math.exp2(m[hh] - m_new)
-                b = math.exp2(m_o - m_new)
-                l[hh] = l[hh] * a + l_o * b
-                for e in range(VEC):
-                    acc[hh * VEC + e] = acc[hh * VEC + e] * a \
-                        + cuda.shfl_xor_sync(0xFFFFFFFF, acc[hh * VEC + e], o) * b
-                m[hh] = m_new
+            m_o = cuda.shfl_xor_sync(0xFFFFFFFF, m, o)
+            l_o = cuda.shfl_xor_sync(0xFFFFFFFF, l, o)
+            m_new = max(m, m_o)
+            a = math.exp2(m - m_new)
+            b = math.exp2(m_o - m_new)
+            l = l * a + l_o * b
+            for e in range(VEC):
+                acc[e] = acc[e] * a + cuda.shfl_xor_sync(0xFFFFFFFF, acc[e], o) * b
+            m = m_new
             o *= 2
 
-        # Merge the warps through a (NW, heads * head_dim) staging area: it does not grow with ctx.
-        sm_acc = cuda.shared.array((NW, SMN), float32)
-        sm_m = cuda.shared.array((NW, HG), float32)
-        sm_l = cuda.shared.array((NW, HG), float32)
+        # Merge the warps through a (NUM_WARPS, head_dim) staging area: it does not grow with ctx.
+        sm_acc = cuda.shared.array((NUM_WARPS, HEAD_DIM), float32)
+        sm_m = cuda.shared.array(NUM_WARPS, float32)
+        sm_l = cuda.shared.array(NUM_WARPS, float32)
         if grp == 0:
-            for hh in range(HG):
-                for w in range(WL):
-                    for j in range(PW):
-                        sm_acc[warp, hh * HEAD_DIM + (gl + G * w) * PW + j] = acc[hh * VEC + w * PW + j]
+            for w in range(WL):
+                for j in range(PW):
+                    sm_acc[warp, (gl + G * w) * PW + j] = acc[w * PW + j]
         if lane == 0:
-            for hh in range(HG):
-                sm_m[warp, hh] = m[hh]
-                sm_l[warp, hh] = l[hh]
+            sm_m[warp] = m
+            sm_l[warp] = l
         cuda.syncthreads()
-        for i in range(tid, SMN, NW * WARP):
-            hh = i // HEAD_DIM
-            d = i % HEAD_DIM
-            m_all = sm_m[0, hh]
-            for w in range(1, NW):
-                m_all = max(m_all, sm_m[w, hh])
+        for d in range(tid, HEAD_DIM, NUM_WARPS * WARP):
+            m_all = sm_m[0]
+            for w in range(1, NUM_WARPS):
+                m_all = max(m_all, sm_m[w])
             total = float32(0.0)
             o_d = float32(0.0)
-            for w in range(NW):
-                c = math.exp2(sm_m[w, hh] - m_all)  # a warp that saw no page: l = 0, acc = 0
-                total += sm_l[w, hh] * c
-                o_d += sm_acc[w, i] * c
-            part_out[seq, h0 + hh, part, d] = o_d / total
-            if d == 0:
-                part_max[seq, h0 + hh, part] = m_all
-                part_sum[seq, h0 + hh, part] = total
+            for w in range(NUM_WARPS):
+                c = math.exp2(sm_m[w] - m_all)  # a warp that saw no page: l = 0, acc = 0
+                total += sm_l[w] * c
+                o_d += sm_acc[w, d] * c
+            out[seq, head, d] = o_d / total
 
     return paged_attention_kernel
 
 
-def heads_per_block(num_heads: int, num_kv_heads: int, limit: int) -> int:
-    """The largest divisor of the group size up to ``limit``: blocks never straddle two KV heads."""
-    group = num_heads // num_kv_heads
-    return max(h for h in range(1, min(group, limit) + 1) if group % h == 0)
-
-
-def launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale, *, heads: int = 1,
-                     part_pages: int | None = None, num_warps: int = NUM_WARPS):
-    """Run the kernel (inputs already checked); returns (part_out, part_max, part_sum), the first
-    (num_seqs, num_heads, partitions, head_dim). part_pages=None: one partition, the whole table."""
-    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
-    num_seqs, num_heads, head_dim = query.shape
-    part_pages = part_pages or block_tables.shape[1]
-    parts = math.ceil(block_tables.shape[1] / part_pages)  # the table's capacity bounds every context
-    part_out = launch.empty((num_seqs, num_heads, parts, head_dim), np.float32)
-    part_max = launch.empty((num_seqs, num_heads, parts), np.float32)
-    part_sum = launch.empty((num_seqs, num_heads, parts), np.float32)
-    kernel = attention_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1], heads, num_warps)
-    grid = (num_heads // heads, num_seqs, parts)  # heads fastest: a group's blocks share pages in L2
-    kernel[grid, num_warps * WARP](part_out, part_max, part_sum, q, cache_words(kc), cache_words(vc), tables,
-                                   lens, float32(scale * LOG2E), key_cache.shape[2], part_pages)
-    return part_out, part_max, part_sum
-
-
 _SIG = ("void(float32[:, :, ::1], float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], "
         "int32[:, ::1], int32[::1], float32)")
-SIG_PAGED = ("void(float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
-             "uint64[::1], uint64[::1], int32[:, ::1], int32[::1], float32, int32, int32)")
+_SIG_WORDS = ("void(float32[:, :, ::1], float32[:, :, ::1], uint64[::1], uint64[::1], int32[:, ::1], "
+              "int32[::1], float32, int32)")
 KERNELS = {
     "naive": (paged_attention_naive_kernel, _SIG),
-    "optimized": (attention_kernel(128, "float16", 16), SIG_PAGED),  # the benchmark's shape
+    "optimized": (attention_kernel(128, "float16", 16), _SIG_WORDS),  # the benchmark's shape
 }
 
 
@@ -522,8 +456,13 @@ def naive(query, key_cache, value_cache, block_tables, context_lens, scale):
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale):
     check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
-    part_out, _, _ = launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale)
-    out = part_out.reshape(query.shape)  # (num_seqs, num_heads, 1, head_dim): one partition, normalized
+    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
+    out = launch.empty(query.shape, np.float32)  # (num_seqs, num_heads, head_dim)
+    num_seqs, num_heads, head_dim = query.shape
+    kernel = attention_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1])
+    grid = (num_heads, num_seqs)  # heads fastest: a group's blocks share pages in L2
+    kernel[grid, NUM_WARPS * WARP](out, q, cache_words(kc), cache_words(vc), tables, lens, float32(scale * LOG2E),
+                                   key_cache.shape[2])
     return launch.result(out, query, key_cache)
 
 

@@ -3,8 +3,9 @@
 With grouped-query attention, `group = num_heads // num_kv_heads` query heads share one KV head
 (Llama-3 8B: 32 over 8, group 4; MQA: all heads over one). Day 78's kernel gives every query head its
 own block, so each KV page is fetched `group` times and each fp16 element is converted to fp32
-`group` times. The kernel takes the number of heads per block as a compile-time constant
-(day 78's `attention_kernel(..., heads)`): two launches of it are this day's two versions.
+`group` times. The shared kernel (solutions/paged_attention_common.py: day 78's kernel with `heads`
+query heads of one KV head per block, a compile-time constant) launched twice is this day's two
+versions; choosing the heads per block and the grid is what you write.
 
 v1 naive      one block per (sequence, query head): heads = 1, every query head streams its KV
               head's pages again (day 78's schedule).
@@ -27,19 +28,16 @@ from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contr
     ERROR_FLOOR,
     MAX_HEAD_DIM,
     RTOL,
-    SIG_PAGED,
     VERSION_RTOL,
     WARP,
     Config,
-    attention_kernel,
     check_inputs,
-    heads_per_block,
-    launch_attention,
     library,
     make_inputs,
     reference,
     traffic,
 )
+from solutions.paged_attention_common import SIG_PAGED, attention_kernel, launch_attention
 
 TITLE = "GQA/MQA in PagedAttention"
 MEMORY_SPACE = "global + registers"
@@ -62,20 +60,33 @@ KERNELS = {  # the benchmark's shape: group 4 in one block
 }
 
 
+def heads_per_block(num_heads: int, num_kv_heads: int, limit: int) -> int:
+    """The largest divisor of the group size (num_heads // num_kv_heads) up to ``limit``: the group's
+    chunks are equal, so a block never straddles two KV heads (group 6 at limit 4: 3 + 3, not 4 + 2)."""
+    # EXERCISE: the largest h <= limit that divides the group
+    group = num_heads // num_kv_heads
+    return max(h for h in range(1, min(group, limit) + 1) if group % h == 0)
+
+
 def _launch(heads, query, key_cache, value_cache, block_tables, context_lens, scale):
+    """The shared kernel with ``heads`` query heads of one KV head per block, on a grid of
+    (num_heads // heads, num_seqs) blocks (a group's chunks side by side) and one page range spanning
+    the table: its normalized partial output, (num_seqs, num_heads, 1, head_dim), is the answer."""
     part_out, _, _ = launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale,
                                       heads=heads)
-    return launch.result(part_out.reshape(query.shape), query, key_cache)  # one partition: the answer
+    return launch.result(part_out.reshape(query.shape), query, key_cache)
 
 
 def naive(query, key_cache, value_cache, block_tables, context_lens, scale):
     """One block per query head: every head of a group streams the same pages again."""
+    # EXERCISE: check the inputs, then _launch with one query head per block
     check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
     return _launch(1, query, key_cache, value_cache, block_tables, context_lens, scale)
 
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale):
     """One block per KV head (per chunk of up to MAX_GROUP heads of its group): each page read once."""
+    # EXERCISE: check the inputs, heads_per_block(num_heads, num_kv_heads, MAX_GROUP), then _launch
     check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
     heads = heads_per_block(query.shape[1], key_cache.shape[2], MAX_GROUP)
     return _launch(heads, query, key_cache, value_cache, block_tables, context_lens, scale)

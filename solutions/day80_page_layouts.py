@@ -146,6 +146,25 @@ def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str)
     @cuda.jit(fastmath=True)
     def paged_attention_layout_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
                                       num_kv_heads):
+        """One block per (sequence, head), NUM_WARPS warps; day 78's kernel with narrow thread groups.
+
+        key_words / value_words: the caches as flat uint32 words (cache_words). Lane `lane` is in group
+        grp = lane // G (G = 4 lanes per token) and holds word g = lane % G of each of the row's WL
+        16-byte chunks: elements d = (j * CHUNK_WORDS + g) * PER_WORD + p, j < WL, p < PER_WORD.
+
+        - Addresses, in words: a page holds BS * ROW_WORDS * num_kv_heads words in both layouts.
+          token-major: page + row * (num_kv_heads * ROW_WORDS) + kv_head * ROW_WORDS + j * 4 + g.
+          vectorized:  page + kv_head * BS * ROW_WORDS + j * (BS * 4) + row * 4 + g.
+          Both are base + row * row_stride + j * CHUNK_STRIDE: compute row_stride per layout
+          (VECTORIZED is a compile-time constant), the 64-bit base once per page.
+        - Warp w takes pages w, w + NUM_WARPS, ...; per trip group grp takes rows t0 + u * NG + grp,
+          u < TOKENS. Issue every K and V load first (clamp dead rows onto n_tok - 1), read the words
+          as elements through kbuf.view(elem), dot with q (pre-scaled: use exp2), shfl_xor over 2, 1.
+        - Online softmax per group (m from NO_LOGIT, l, acc), fold the groups with shfl_xor over
+          4, 8, 16, merge the warps through cuda.shared.array((NUM_WARPS, HEAD_DIM), float32) as on
+          day 78 and write out[seq, head, d] = sum_w acc_w[d] 2^(m_w - M) / sum_w l_w 2^(m_w - M).
+        """
+        # EXERCISE: day 78's kernel with G = 4 lanes per token, addresses base + row * row_stride + j * CHUNK_STRIDE
         seq = cuda.blockIdx.y
         head = cuda.blockIdx.x
         tid = cuda.threadIdx.x

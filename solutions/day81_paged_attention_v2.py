@@ -4,8 +4,10 @@ Day 79's launch gives each (sequence, KV head) one block that walks the whole co
 sequences x 8 KV heads that is 512 blocks, about 4 per SM; with 4 sequences it is 32 blocks for 132
 SMs, each walking 32k tokens alone: three quarters of the GPU idle and HBM starved. v2 cuts the
 context into partitions of PARTITION_SIZE tokens, gives each (sequence, KV head, partition) its own
-block, and merges the partial softmaxes in a second, tiny kernel. Both launch day 78's kernel (with
-day 79's heads per block): its blockIdx.z already selects pages [z * part_pages, (z + 1) * part_pages).
+block, and merges the partial softmaxes in a second, tiny kernel. Both launch the shared kernel
+(solutions/paged_attention_common.py: day 78's kernel with day 79's heads per block) whose blockIdx.z
+selects pages [z * part_pages, (z + 1) * part_pages) and which writes each range's normalized output o_p,
+max m_p and exp-sum l_p; the split, the launches and the reduce are what you write.
 
 v1 naive      one partition spanning the whole block table: day 79's schedule, writing the output
               directly (a single partition's normalized output is the answer).
@@ -35,20 +37,15 @@ import numpy as np
 
 from course import cuda, launch
 from numba import float32
-from solutions.day78_paged_attention_v1 import (  # the day's problem, inputs, checks and kernel are day 78's
-    SIG_PAGED,
-    attention_kernel,
-    check_inputs,
-    heads_per_block,
-    launch_attention,
-)
 from solutions.day78_paged_attention_v1 import Config as Day78Config
 from solutions.day78_paged_attention_v1 import ERROR_FLOOR, RTOL, VERSION_RTOL  # noqa: F401  (graders read them)
+from solutions.day78_paged_attention_v1 import check_inputs  # the day's problem, inputs and checks are day 78's
 from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
 from solutions.day78_paged_attention_v1 import reference as day78_reference
 from solutions.day78_paged_attention_v1 import traffic as day78_traffic
-from solutions.day79_paged_attention_gqa import MAX_GROUP
+from solutions.day79_paged_attention_gqa import MAX_GROUP, heads_per_block
+from solutions.paged_attention_common import SIG_PAGED, attention_kernel, launch_attention
 
 TITLE = "PagedAttention v2"
 MEMORY_SPACE = "global + shared"
@@ -106,13 +103,19 @@ def check_partitioned(query, key_cache, value_cache, block_tables, context_lens,
                          f"got {partition_size!r}")
 
 
-# --- the partitions: day 78's kernel over a page range; then the reduce --------------------------
+# --- the partitions: the shared kernel over page ranges; then the reduce --------------------------
 
 
 @cuda.jit(fastmath=True)
 def paged_attention_reduce_kernel(out, part_out, part_max, part_sum, context_lens, part_tokens):
-    """One block per (sequence, head), one thread per column: rescale each partition's output by its
-    share of the global exp-sum. Reads (partitions x (head_dim + 2)) floats: a few KB."""
+    """One block per (sequence, head) (blockIdx = (head, seq)), one thread per column d: rescale each
+    partition's output by its share of the global exp-sum. Reads (partitions x (head_dim + 2)) floats.
+
+    Only partitions p < ceil(context_lens[seq] / part_tokens) ran. M = max_p part_max[seq, head, p];
+    w_p = part_sum[seq, head, p] * 2^(part_max[seq, head, p] - M) (subtract M: the maxima can be
+    large); out[seq, head, d] = sum_p part_out[seq, head, p, d] * w_p / sum_p w_p.
+    """
+    # EXERCISE: n_parts from context_lens[seq], M = max of part_max, out = sum o_p l_p 2^(m_p - M) / sum l_p 2^(m_p - M)
     seq = cuda.blockIdx.y
     head = cuda.blockIdx.x
     d = cuda.threadIdx.x
@@ -140,8 +143,14 @@ KERNELS = {  # the benchmark's shape: a group of 4 heads per block, as day 79
 
 
 def run_partitions(query, key_cache, value_cache, block_tables, context_lens, scale, part_pages):
-    """Day 78's kernel with day 79's heads per block, each block over part_pages pages of its
-    sequence (blockIdx.z the partition): returns (partial outputs, maxima, sums, context_lens)."""
+    """The shared kernel with day 79's heads per block, each block over part_pages pages of its
+    sequence (blockIdx.z the partition): returns (partial outputs, maxima, sums, context_lens).
+
+    heads = heads_per_block(num_heads, num_kv_heads, MAX_GROUP); launch_attention(..., heads=heads,
+    part_pages=part_pages) returns part_out (num_seqs, num_heads, partitions, head_dim), part_max and
+    part_sum (num_seqs, num_heads, partitions); the reduce needs context_lens on the device too.
+    """
+    # EXERCISE: heads per block as day 79, launch_attention over part_pages pages, context_lens on the device
     heads = heads_per_block(query.shape[1], key_cache.shape[2], MAX_GROUP)
     part_out, part_max, part_sum = launch_attention(query, key_cache, value_cache, block_tables, context_lens,
                                                     scale, heads=heads, part_pages=part_pages)
@@ -149,7 +158,9 @@ def run_partitions(query, key_cache, value_cache, block_tables, context_lens, sc
 
 
 def naive(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size):
-    """v1: one partition covering the whole table, so one block per (sequence, KV head)."""
+    """v1: one partition covering the whole table, so one block per (sequence, KV head): its normalized
+    output, part_out (num_seqs, num_heads, 1, head_dim), is the answer."""
+    # EXERCISE: check_partitioned, run_partitions with one partition spanning the table, reshape
     check_partitioned(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size)
     part_out, _, _, _ = run_partitions(query, key_cache, value_cache, block_tables, context_lens, scale,
                                     block_tables.shape[1])
@@ -158,7 +169,14 @@ def naive(query, key_cache, value_cache, block_tables, context_lens, scale, part
 
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size):
-    """v2: partitions of partition_size tokens, then the reduce kernel."""
+    """v2: partitions of partition_size tokens (part_pages = partition_size // block_size), then the
+    reduce kernel on a (num_heads, num_seqs) grid of head_dim threads into a fresh launch.empty output.
+
+    The number of partitions launch_attention sizes its results by comes from the table's capacity
+    (ceil(max_blocks_per_seq / part_pages)), not the longest context: the host never reads device
+    context lengths back.
+    """
+    # EXERCISE: check_partitioned, run_partitions over partitions, then the reduce kernel
     check_partitioned(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size)
     part_pages = partition_size // key_cache.shape[1]
     part_out, part_max, part_sum, lens = run_partitions(query, key_cache, value_cache, block_tables,

@@ -36,8 +36,7 @@ from course import cuda, launch
 from numba import float32, int8, uint32, uint64
 from numba.types import float16
 from solutions.day78_paged_attention_v1 import LIBRARY_RTOL
-from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, WARP, Config, cache_words
-from solutions.day78_paged_attention_v1 import check_inputs as day78_check_inputs
+from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, WARP, Config, cache_words, check_decode_step
 from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
 from solutions.day78_paged_attention_v1 import optimized as day78_attention
@@ -129,8 +128,10 @@ def traffic(query, key_cache, value_cache, key_scales, value_scales, block_table
 
 
 def check_inputs(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale):
-    """ValueError, before any launch, unless the eight inputs describe a valid int8 decode step."""
-    day78_check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale, cache_dtypes=np.int8)
+    """ValueError, before any launch, unless the eight inputs describe a valid int8 decode step: int8
+    caches, day 78's checks of the step, and one float32 scale per (block, row, KV head)."""
+    launch.check_array("key_cache", key_cache, dtype=np.int8, ndim=4)
+    check_decode_step(query, key_cache, value_cache, block_tables, context_lens, scale)
     rows = tuple(key_cache.shape[:3])  # (num_blocks, block_size, num_kv_heads)
     launch.check_array("key_scales", key_scales, dtype=np.float32, shape=rows)
     launch.check_array("value_scales", value_scales, dtype=np.float32, shape=rows)
@@ -141,7 +142,15 @@ def check_inputs(query, key_cache, value_cache, key_scales, value_scales, block_
 
 @cuda.jit
 def quantize_kernel(q_out, scales_out, x):
-    """x (rows, head_dim) float -> q_out (rows, head_dim) int8, scales_out (rows,) float32."""
+    """x (rows, head_dim) float -> q_out (rows, head_dim) int8, scales_out (rows,) float32.
+
+    A warp per row (rows warp-grid-strided: warp cuda.grid(1) // 32, cuda.gridsize(1) // 32 warps),
+    so every lane reaches every shuffle. Lane takes d = lane, lane + 32, ...: amax = max |x|, then
+    shfl_xor_sync over offsets 16, 8, 4, 2, 1. inv = 127 / amax (0 for an all-zero row);
+    q = round-to-nearest of x * inv clamped to +-127 (math.floor(v + 0.5) stays in float32);
+    lane 0 writes scales_out[r] = amax / 127.
+    """
+    # EXERCISE: a warp per row: max-abs over the lane's values, a 5-step shfl_xor max, then round x * 127 / amax
     lane = cuda.threadIdx.x % WARP
     rows, head_dim = x.shape
     warps = cuda.gridsize(1) // WARP
@@ -184,7 +193,11 @@ def quantize(x):
 
 @cuda.jit
 def dequantize_kernel(key_out, value_out, key_cache, value_cache, key_scales, value_scales):
-    """(rows, head_dim) int8 and (rows,) scales -> (rows, head_dim) float16, K and V in one pass."""
+    """(rows, head_dim) int8 and (rows,) scales -> (rows, head_dim) float16, K and V in one pass.
+
+    A grid-stride loop over the rows * head_dim values: out[r, d] = float16(float32(q[r, d]) * scale[r]).
+    """
+    # EXERCISE: a grid-stride loop writing float16(float32(q) * scale) for K and V
     rows, head_dim = key_cache.shape
     for i in range(cuda.grid(1), rows * head_dim, cuda.gridsize(1)):
         r = i // head_dim
@@ -230,6 +243,30 @@ def int8_kernel(head_dim: int, heads: int):
     @cuda.jit(fastmath=True)
     def paged_attention_int8_kernel(out, query, key_words, value_words, key_scales, value_scales,
                                     block_tables, context_lens, scale, block_size, num_kv_heads):
+        """One block per (sequence, KV head, chunk of up to HEADS query heads of its group):
+        blockIdx.y = seq; blockIdx.x = kv_head * chunks + chunk; NUM_WARPS warps.
+
+        key_words / value_words: the int8 caches as flat uint32 words (4 values each); the row of
+        token slot r of physical block b, KV head h starts at word (b * block_size + r) *
+        num_kv_heads * ROW_WORDS + h * ROW_WORDS. key_scales / value_scales: flat float32, index
+        (b * block_size + r) * num_kv_heads + h. scale already includes log2(e): use math.exp2.
+
+        - Lane: grp = lane // G (its row of each step), gl = lane % G (values gl * VEC .. + VEC - 1,
+          i.e. WL = 2 words). Keep q * scale and acc for each of the HEADS heads in
+          cuda.local.array(HV, float32) (head h at h * VEC), plus m, l per head (m starts NO_LOGIT).
+          Heads past the group's end: compute with the last real head, never write them.
+        - Warps take pages round-robin; per trip, group grp takes rows t0 + u * NG + grp (u < TOKENS):
+          load all words and both scales first, clamping dead rows onto row n_tok - 1.
+        - Unpack without int->float conversions: x = word ^ 0x80808080; for byte j,
+          bits = ((x >> 8j) & 0xFF) | 0x4B000000 read as float32 (a local uint32 array's
+          .view(np.float32)) equals MAGIC + value.
+        - s = dot(q, k) per (row, head), shfl_xor over offsets G/2..1, then times the row's K scale
+          (-inf for dead rows). Online softmax per head; the weight times the row's V scale
+          multiplies the unpacked V values (unpack each value once, use it for every head).
+        - Fold the NG row groups with shfl_xor over offsets G..16; merge warps through
+          cuda.shared.array((NUM_WARPS, HEADS, HEAD_DIM), float32) and (NUM_WARPS, HEADS) m and l.
+        """
+        # EXERCISE: loads first, sign-flip unpack, shfl_xor dots scaled per row, online softmax per head, fold, merge
         seq = cuda.blockIdx.y
         tid = cuda.threadIdx.x
         warp = tid // WARP

@@ -1,8 +1,9 @@
 """Day 89: tuning PagedAttention -- block size, partition size and warps per block, against the roofline.
 
-Days 78, 79 and 81 built one kernel (day 78's `attention_kernel`), gave each block up to MAX_GROUP
-query heads of one KV head (day 79) and split long contexts into partitions merged by a reduce
-kernel (day 81). Today exposes what is left to choose at launch time and measures it:
+Days 78, 79 and 81 built one kernel (`attention_kernel` in solutions/paged_attention_common.py: day
+78's kernel), gave each block up to MAX_GROUP query heads of one KV head (day 79) and split long
+contexts into partitions merged by a reduce kernel (day 81). Today exposes what is left to choose at
+launch time and measures it:
   block size   the cache's page (8, 16, 32 tokens): one table lookup per page, and the rows a warp
                loads per trip (at head_dim 128 in fp16 with four heads per block: 4 rows at block 8,
                8 at blocks 16 and 32), so the bytes each lane keeps in flight.
@@ -35,25 +36,22 @@ import math
 import numpy as np
 
 from course import DEVICE, ON_GPU, launch
-from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contract and kernel are day 78's)
+from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contract is day 78's)
     ERROR_FLOOR,
     NUM_WARPS,
     RTOL,
-    SIG_PAGED,
     VERSION_RTOL,
     Config,
-    attention_kernel,
     check_inputs,
-    heads_per_block,
-    launch_attention,
     library,
     make_inputs,
     reference,
     traffic,
 )
-from solutions.day79_paged_attention_gqa import MAX_GROUP
+from solutions.day79_paged_attention_gqa import MAX_GROUP, heads_per_block
 from solutions.day81_paged_attention_v2 import KERNELS as DAY81_KERNELS
 from solutions.day81_paged_attention_v2 import paged_attention_reduce_kernel
+from solutions.paged_attention_common import SIG_PAGED, attention_kernel, launch_attention
 
 TITLE = "Tuning PagedAttention"
 MEMORY_SPACE = "global + shared"
@@ -86,7 +84,15 @@ def num_partitions(max_context: int, partition: int) -> int:
 def tuned_partition(num_seqs: int, num_heads: int, num_kv_heads: int, max_context: int, block_size: int,
                     sm_count: int) -> int:
     """Tokens per partition (0: no split): the smallest power of two >= MIN_PARTITION and a multiple of
-    the page for which the grid has about BLOCKS_PER_SM blocks per SM (at least half that)."""
+    the page for which the grid has about BLOCKS_PER_SM blocks per SM (at least half that).
+
+    One partition's grid has num_seqs x num_heads // heads blocks, heads =
+    heads_per_block(num_heads, num_kv_heads, MAX_GROUP): one per (sequence, KV head, chunk of the
+    group), not one per query head. Partitions wanted per sequence: ceil(sm_count x BLOCKS_PER_SM /
+    blocks); if that is 1 or less, return 0. Otherwise start at max(MIN_PARTITION, block_size) and
+    double while size x wanted < max_context; a size covering the whole context means no split (0).
+    """
+    # EXERCISE: blocks per partition from heads_per_block, the partitions wanted, then double from MIN_PARTITION
     heads = heads_per_block(num_heads, num_kv_heads, MAX_GROUP)
     blocks = num_seqs * num_heads // heads  # per partition: seqs x KV heads x chunks of each group
     want = math.ceil(sm_count * BLOCKS_PER_SM / blocks)  # partitions per sequence
@@ -98,7 +104,7 @@ def tuned_partition(num_seqs: int, num_heads: int, num_kv_heads: int, max_contex
     return 0 if size >= max_context else size
 
 
-# --- the kernels: day 78's attention kernel (day 79's heads per block), day 81's reduce -------------
+# --- the kernels: the shared attention kernel (day 79's heads per block), day 81's reduce ------------
 
 KERNELS = {  # the benchmark's shape: head_dim 128, fp16, pages of 16, four heads of a group per block
     "naive": (attention_kernel(128, "float16", 16, MAX_GROUP, 4), SIG_PAGED),
@@ -115,7 +121,20 @@ KERNELS = {  # the benchmark's shape: head_dim 128, fp16, pages of 16, four head
 def paged_attention(query, key_cache, value_cache, block_tables, context_lens, scale, *, partition: int = 0,
                     num_warps: int = DEFAULT_WARPS):
     """Day 78's contract with the knobs exposed: ``partition`` tokens per block (0: no split, a
-    multiple of the block size otherwise), ``num_warps`` warps per block."""
+    multiple of the block size otherwise), ``num_warps`` warps per block (one of WARP_CHOICES).
+
+    1. check_inputs, then ValueError for a partition that is not an int, negative, or not a multiple
+       of the block size, and for num_warps not in WARP_CHOICES: all before any launch.
+    2. launch.to_device the five arrays; heads = heads_per_block(num_heads, num_kv_heads, MAX_GROUP).
+    3. launch_attention(..., heads=heads, part_pages=partition // block_size or None,
+       num_warps=num_warps) returns (part_out (seqs, heads, partitions, head_dim), part_max, part_sum).
+       The number of partitions comes from the table's capacity, never from reading context_lens.
+    4. One partition: part_out reshaped to query's shape is the answer. More: day 81's
+       paged_attention_reduce_kernel on a (num_heads, num_seqs) grid of head_dim threads into a fresh
+       launch.empty output, told the partition in tokens.
+    Return launch.result(out, query, key_cache).
+    """
+    # EXERCISE: check the knobs, heads per block, launch_attention over partition // block_size pages, day 81's reduce
     check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
     block_size = key_cache.shape[1]
     if not isinstance(partition, (int, np.integer)) or partition < 0 or partition % block_size:

@@ -99,10 +99,10 @@ def load_bytes(rep) -> list[int]:
 
 
 def test_optimized_loads_words_not_halves():
-    """The fp16 cache is read as 32-bit words through one flat offset per row (two elements per
+    """The fp16 cache is read as whole words through one flat offset per row (several elements per
     load); the naive kernel issues one 2-byte load, with its own 4-D index arithmetic, per element."""
     opt, naive = load_bytes(g.report("optimized")), load_bytes(g.report("naive"))
-    assert opt.count(2) == 0, f"optimized: {opt.count(2)} two-byte loads: read the cache as 32-bit words"
+    assert opt.count(2) == 0, f"optimized: {opt.count(2)} two-byte loads: read the cache as words (cache_words)"
     assert naive.count(2) > 0, "naive: expected one fp16 load per element (the contrast)"
 
 

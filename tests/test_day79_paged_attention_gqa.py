@@ -1,15 +1,29 @@
-"""Day 79 grader: GQA/MQA PagedAttention, one block per query head vs one block per KV head group."""
+"""Day 79 grader: GQA/MQA PagedAttention, one block per query head vs one block per KV head group.
+
+The kernel is given (solutions/paged_attention_common.py); the day's work is the launch: how many
+heads of a group a block takes (heads_per_block) and the two versions that launch it.
+"""
 
 import numpy as np
 import pytest
 
-from course.grading import Grader
+from course.grading import Grader, stub_hint
 
 g = Grader(79)
 sol = g.solution
 Config = sol.Config
 
 RTOL = 5e-4  # float32 sums of exp-weighted rows, as on day 78
+
+
+def require_written():
+    """Fail with the hint while the versions or heads_per_block are still stubs (the kernels they
+    launch are given, so the kernels alone cannot tell)."""
+    g.require_implemented()
+    for name in ("heads_per_block", *sol.VERSIONS):
+        hint = stub_hint(getattr(g.target, name))
+        if hint:
+            pytest.fail(f"{name} is not written yet: {hint}", pytrace=False)
 
 test_matches_reference = g.matches_reference(rtol=RTOL)
 
@@ -27,10 +41,21 @@ test_rejects_bad_inputs = g.rejects_bad_inputs(
 )
 
 
+def test_heads_per_block_never_straddles_kv_heads():
+    """A group's chunks are equal and at most MAX_GROUP heads: group 6 splits 3 + 3 (4 + 2 would give
+    a block heads of two KV heads), group 5 into ones, group 8 into two fours."""
+    require_written()
+    hpb = g.target.heads_per_block
+    for heads, kv_heads, want in ((48, 8, 3), (12, 2, 3), (10, 2, 1), (32, 4, 4), (32, 1, 4), (8, 8, 1), (6, 2, 3)):
+        assert hpb(heads, kv_heads, sol.MAX_GROUP) == want, \
+            f"heads_per_block({heads}, {kv_heads}, {sol.MAX_GROUP}) = {hpb(heads, kv_heads, sol.MAX_GROUP)}, " \
+            f"expected {want}: the largest divisor of the group ({heads // kv_heads}) up to {sol.MAX_GROUP}"
+
+
 def test_each_page_is_read_once_per_group():
     """The optimized launch gives a block a whole group: it loads each K/V element once per group,
     so its grid has num_kv_heads (x chunks) blocks per sequence, not num_heads."""
-    g.require_implemented("optimized")
+    require_written()
     xs, _ = g.inputs(Config(2, 8, 2, 32, 8, 11, "float32"), "once")
     launched = []
     kernel_type = type(g.target.KERNELS["optimized"][0])  # every Numba kernel: simulator's or GPU's
@@ -51,6 +76,7 @@ def test_each_page_is_read_once_per_group():
 
 def test_kernel_keeps_the_group_in_registers():
     """q, accumulators and softmax state of up to MAX_GROUP heads stay in registers (no stack)."""
+    require_written()
     rep = g.report("optimized")
     assert rep.stack_bytes == 0, f"{rep.stack_bytes} B of stack: the per-head arrays spilled to local memory"
     assert rep.count("shfl.sync") > 0 and rep.count("bar.sync") > 0

@@ -158,8 +158,10 @@ def test_naive_dequantizes_byte_by_byte():
 
 
 def test_quantize_reduces_with_shuffles():
+    """The row's max-abs is a warp reduction: shuffles (however many the compiled loop shows), no
+    shared memory, no stack."""
     rep = g.report("quantize")
-    assert rep.count("shfl.sync") >= 5, "quantize: the warp's max-abs takes 5 shfl_xor steps"
+    assert rep.count("shfl.sync") > 0, "quantize: no warp shuffles: reduce the max-abs with shfl_xor_sync"
     assert rep.count("ld.shared") == 0 and rep.stack_bytes == 0
 
 

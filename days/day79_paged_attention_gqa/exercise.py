@@ -1,26 +1,40 @@
-"""Day 79 exercise: GQA and MQA in PagedAttention -- read each KV page once per group of query heads.
+"""Day 79 exercise: GQA and MQA in PagedAttention -- read each KV page once for all the query heads sharing it.
 
-`group = num_heads // num_kv_heads` query heads share KV head h // group. Write ONE kernel that a
-block runs for `heads_per_block` query heads of one group; the given host functions launch it twice:
+With grouped-query attention, `group = num_heads // num_kv_heads` query heads share one KV head
+(Llama-3 8B: 32 over 8, group 4; MQA: all heads over one). Day 78's kernel gives every query head its
+own block, so each KV page is fetched `group` times and each fp16 element is converted to fp32
+`group` times. The shared kernel (solutions/paged_attention_common.py: day 78's kernel with `heads`
+query heads of one KV head per block, a compile-time constant) launched twice is this day's two
+versions; choosing the heads per block and the grid is what you write.
 
-naive      heads_per_block = 1: one block per query head, each re-reading its KV head's pages.
-optimized  heads_per_block = MAX_GROUP: one block per KV head (per MAX_GROUP heads of its group),
-           each K/V element loaded once and used for every head of the block.
+v1 naive      one block per (sequence, query head): heads = 1, every query head streams its KV
+              head's pages again (day 78's schedule).
+v2 optimized  one block per (sequence, KV head) holding up to MAX_GROUP heads of the group: each lane
+              loads and converts a K/V element once and uses it for every head, keeping q, the
+              running max, the exp-sum and the accumulator of each head in registers. A group larger
+              than MAX_GROUP is split into equal chunks (the largest divisor <= MAX_GROUP).
 
-Inputs, the reference and validation come from day 78 (solutions/day78_paged_attention_v1.py).
-Grade with:  make check DAY=79
+Napkin math (64 seqs x 32 heads over 8 KV heads x 128, context 4096, fp16): the KV pages are 1.07 GB.
+v1 asks the memory system for 4.3 GB (4 heads x 1.07 GB); the 60 MB L2 absorbs most of the repeats
+because a group's four blocks run side by side, but L2 bandwidth, load instructions and fp16->fp32
+conversions are all spent four times. v2 asks for 1.07 GB and does 4 FMAs per converted element
+instead of 1. Registers are the price: q and the accumulators of four heads at 16 columns per lane
+are 128 of them, so a lane keeps 2 rows in flight instead of 4 and prefetches the next trip instead.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  heads_per_block  the largest h <= limit that divides the group (2 lines)
+  naive            check the inputs, then _launch with one query head per block (2 lines)
+  optimized        check the inputs, heads_per_block(num_heads, num_kv_heads, MAX_GROUP), then _launch (3 lines)
+Everything else in this file is given. Grade with:  make check DAY=79
 """
 
-import math
-
-import numpy as np
-
-from course import DEVICE, cuda, launch
-from numba import float32
+from course import launch
 from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contract, shared with day 78)
     BENCH_SIZES,
-    MAX_COLS,
+    ERROR_FLOOR,
     MAX_HEAD_DIM,
+    RTOL,
+    VERSION_RTOL,
     WARP,
     Config,
     check_inputs,
@@ -29,54 +43,50 @@ from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contr
     reference,
     traffic,
 )
+from solutions.paged_attention_common import SIG_PAGED, attention_kernel, launch_attention
 
 TITLE = "GQA/MQA in PagedAttention"
 MEMORY_SPACE = "global + registers"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
 
-NUM_WARPS = 2 if DEVICE.kind == "sim" else 4  # 64 threads in the simulator, which pays per thread
-TOKENS = 4  # rows of a page per trip, all loads issued before the shuffles
 MAX_GROUP = 4  # query heads per block; larger groups are split into chunks of this many
 
-@cuda.jit
-def paged_attention_gqa_kernel(out, query, key_cache, value_cache, block_tables, context_lens, scale,
-                               heads_per_block):
-    """Block (blockIdx.x, blockIdx.y = seq): chunks = ceil(group / heads_per_block) blocks per KV
-    head, so kv_head = blockIdx.x // chunks and the block's first query head is
-    head0 = kv_head * group + (blockIdx.x % chunks) * heads_per_block; it owns
-    n_heads = min(heads_per_block, kv_head * group + group - head0) heads.
-
-    Start from day 78's kernel and give every per-head quantity a leading MAX_GROUP axis: q, the
-    accumulator, m, l and the logits s become cuda.local.array((MAX_GROUP, ...), float32), used only
-    in constant loops guarded by g < n_heads. Load each K/V row element once per trip, then use it
-    for all the block's heads. Merge warps per head through shared memory as on day 78.
-    """
-    raise NotImplementedError("Day 79: day 78's kernel with a loop over the block's heads around the "
-                              "dot products, softmax and merge; K/V loaded once (70 lines)")
-
-_SIG = ("void(float32[:, :, ::1], float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], "
-        "int32[:, ::1], int32[::1], float32, int64)")
-KERNELS = {"naive": (paged_attention_gqa_kernel, _SIG), "optimized": (paged_attention_gqa_kernel, _SIG)}
+TEST_SIZES = (
+    Config(2, 8, 2, 32, 16, 37, "float16"),  # GQA 4:1, contexts 37 (max), 1
+    Config(4, 6, 2, 32, 8, 19, "float32"),  # GQA 3:1 (a partial chunk), contexts 19, 1, 8, 9
+    Config(2, 4, 1, 64, 32, 45, "float16"),  # MQA, block 32, head_dim 64, contexts 45, 1
+    Config(2, 8, 1, 32, 16, 17, "float32"),  # MQA with group 8: two chunks per KV head
+)
 
 
-def _launch(heads_per_block, query, key_cache, value_cache, block_tables, context_lens, scale):
-    check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale)
-    args = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
-    out = launch.empty(query.shape, np.float32)  # (num_seqs, num_heads, head_dim)
-    num_seqs, num_heads = query.shape[:2]
-    num_kv_heads = key_cache.shape[2]
-    chunks = math.ceil(num_heads // num_kv_heads / heads_per_block)
-    grid = (num_kv_heads * chunks, num_seqs)  # a group's chunks side by side
-    paged_attention_gqa_kernel[grid, NUM_WARPS * WARP](out, *args, float32(scale), heads_per_block)
-    return launch.result(out, query, key_cache)
+KERNELS = {  # the benchmark's shape: group 4 in one block
+    "naive": (attention_kernel(128, "float16", 16, 1), SIG_PAGED),
+    "optimized": (attention_kernel(128, "float16", 16, MAX_GROUP), SIG_PAGED),
+}
+
+
+def heads_per_block(num_heads: int, num_kv_heads: int, limit: int) -> int:
+    """The largest divisor of the group size (num_heads // num_kv_heads) up to ``limit``: the group's
+    chunks are equal, so a block never straddles two KV heads (group 6 at limit 4: 3 + 3, not 4 + 2)."""
+    raise NotImplementedError("Day 79: the largest h <= limit that divides the group (2 lines)")
+
+
+def _launch(heads, query, key_cache, value_cache, block_tables, context_lens, scale):
+    """The shared kernel with ``heads`` query heads of one KV head per block, on a grid of
+    (num_heads // heads, num_seqs) blocks (a group's chunks side by side) and one page range spanning
+    the table: its normalized partial output, (num_seqs, num_heads, 1, head_dim), is the answer."""
+    part_out, _, _ = launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale,
+                                      heads=heads)
+    return launch.result(part_out.reshape(query.shape), query, key_cache)
 
 
 def naive(query, key_cache, value_cache, block_tables, context_lens, scale):
     """One block per query head: every head of a group streams the same pages again."""
-    return _launch(1, query, key_cache, value_cache, block_tables, context_lens, scale)
+    raise NotImplementedError("Day 79: check the inputs, then _launch with one query head per block (2 lines)")
 
 
 def optimized(query, key_cache, value_cache, block_tables, context_lens, scale):
-    """One block per KV head (per MAX_GROUP heads of its group): each page read once."""
-    return _launch(MAX_GROUP, query, key_cache, value_cache, block_tables, context_lens, scale)
+    """One block per KV head (per chunk of up to MAX_GROUP heads of its group): each page read once."""
+    raise NotImplementedError("Day 79: check the inputs, heads_per_block(num_heads, num_kv_heads, MAX_GROUP), then "
+                              "_launch (3 lines)")

@@ -1,32 +1,56 @@
-"""Day 80 exercise: page layouts -- the same PagedAttention on two arrangements of a page's bytes.
+"""Day 80 exercise: page layouts -- the same PagedAttention on two arrangements of the bytes inside a page.
 
-token-major   (num_blocks, block_size, num_kv_heads, head_dim): day 78's layout.
+token-major   (num_blocks, block_size, num_kv_heads, head_dim): day 78's layout. A token's row of
+              one KV head is contiguous; the next token's row is num_kv_heads * head_dim away.
 vectorized    (num_blocks, num_kv_heads, head_dim // x, block_size, x), x = 16 bytes // itemsize:
-              chunk c (16 bytes) of every token of a page side by side (vLLM's key layout).
+              vLLM's key-cache layout. A row is cut into 16-byte chunks, and chunk c of every token
+              of a page sits side by side: a page's tokens are interleaved chunk by chunk.
 
-Write one kernel (inside layout_kernel); naive launches it on the token-major pair, optimized on the
-vectorized pair. Inputs: (query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables,
-context_lens, scale): the same cache in both layouts (see solutions/day80_page_layouts.py). With 4
-lanes per token, a warp load reads chunk j of 8 tokens: 8 scattered lines in the token-major layout,
-one 128-byte line in the vectorized one.
-Grade with:  make check DAY=80
+Both versions run one kernel (thread groups over tokens, as on day 78) with narrow groups: G = 4
+lanes per token, lane g holding word g of every 16-byte chunk, so a warp load instruction reads
+chunk c of 8 tokens at once. What those 8 x 16 bytes are in memory depends only on the layout:
+
+v1 naive      token-major layout: the 8 chunks lie num_kv_heads * head_dim * itemsize apart (2 KB at
+              the benchmark's shape): 8 cache lines and 8 half-used 32-byte sectors per instruction;
+              the other halves arrive one instruction later, from L1 if they are still there.
+v2 optimized  vectorized layout: the 8 chunks are one 128-byte line, 4 whole sectors: the minimum a
+              32-lane, 4-byte load can touch. Only the address arithmetic changes.
+
+The contract. make_inputs builds one logical cache (day 78's, which is the token-major layout) and
+returns the same data in both layouts, as two serving engines would each hold it:
+(query, key_cache, value_cache, key_cache_x, value_cache_x, block_tables, context_lens, scale).
+naive reads the token-major pair, optimized the vectorized pair; both validate all eight (the two
+layouts must describe the same cache), reference and traffic read the token-major pair. V takes the
+same vectorized layout as K here because our p.v step reads V with the same token-group mapping; vLLM
+lays V out as (num_blocks, num_kv_heads, head_dim, block_size) because its p.v step gives lanes
+columns, not tokens.
+
+Napkin math (64 seqs x 32 heads over 8 KV heads x 128, context 4096, block 16, fp16): 1.07 GB of K/V
+pages, ~0.26 ms at 4.1 TB/s in either layout: DRAM bytes are the same. What differs is the work of
+the L1/load pipeline: 8 lines per load instruction instead of 1 for the same 128 useful bytes.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  layout_kernel.paged_attention_layout_kernel  day 78's kernel with G = 4 lanes per token, addresses base + row *
+                                               row_stride + j * CHUNK_STRIDE (97 lines)
+Everything else in this file is given. Grade with:  make check DAY=80
 """
 
 import functools
-import math  # noqa: F401  (for the kernel you write)
+import math
 
 import numpy as np
 
 from course import DEVICE, cuda, launch
-from numba import float32, uint32, uint64  # noqa: F401  (uint32, uint64: for the kernel you write)
+from numba import float32, uint32, uint64
 from solutions.day78_paged_attention_v1 import (  # the day's problem is day 78's
     LOG2E,
-    NO_LOGIT,  # noqa: F401  (for the kernel you write)
+    NO_LOGIT,
     WARP,
     Config,
     cache_words,
     check_inputs,
 )
+from solutions.day78_paged_attention_v1 import ERROR_FLOOR, RTOL, VERSION_RTOL  # noqa: F401  (graders read them)
 from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
 from solutions.day78_paged_attention_v1 import reference as day78_reference
@@ -110,20 +134,19 @@ def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str)
     """The kernel for one (head_dim, dtype, block_size, layout). All four are compile-time constants:
     the layout only decides two strides, and with block_size fixed both fold into the loads'
     immediate offsets, so neither layout pays extra address arithmetic."""
-    # Constants for the kernel you write (unused until then).
-    elem = np.dtype(cache_dtype).type  # noqa: F841
+    elem = np.dtype(cache_dtype).type
     PER_WORD = 4 // np.dtype(cache_dtype).itemsize
     ROW_WORDS = head_dim // PER_WORD
     WL = ROW_WORDS // CHUNK_WORDS  # words per lane per row: one of each chunk
-    VEC = WL * PER_WORD  # noqa: F841  (elements per lane: d = (j * CHUNK_WORDS + g) * PER_WORD + p)
+    VEC = WL * PER_WORD  # elements per lane: d = (j * CHUNK_WORDS + g) * PER_WORD + p
     TOKENS = max(1, WORDS_IN_FLIGHT // WL)  # rows per group per trip
-    KW = TOKENS * WL  # noqa: F841
-    HEAD_DIM = head_dim  # noqa: F841
+    KW = TOKENS * WL
+    HEAD_DIM = head_dim
     BS = block_size
     VECTORIZED = layout == "vectorized"
     # Words between chunk j and j + 1 of one row: adjacent in a token-major row; a whole chunk column
     # (block_size tokens x 16 bytes) apart in the vectorized layout.
-    CHUNK_STRIDE = BS * CHUNK_WORDS if VECTORIZED else CHUNK_WORDS  # noqa: F841
+    CHUNK_STRIDE = BS * CHUNK_WORDS if VECTORIZED else CHUNK_WORDS
 
     @cuda.jit(fastmath=True)
     def paged_attention_layout_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
@@ -146,8 +169,8 @@ def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str)
           4, 8, 16, merge the warps through cuda.shared.array((NUM_WARPS, HEAD_DIM), float32) as on
           day 78 and write out[seq, head, d] = sum_w acc_w[d] 2^(m_w - M) / sum_w l_w 2^(m_w - M).
         """
-        raise NotImplementedError("Day 80: day 78's kernel with G = 4 lanes per token and the address "
-                                  "base + row * row_stride + j * CHUNK_STRIDE for the layout (85 lines)")
+        raise NotImplementedError("Day 80: day 78's kernel with G = 4 lanes per token, addresses base + row * "
+                                  "row_stride + j * CHUNK_STRIDE (97 lines)")
 
     return paged_attention_layout_kernel
 

@@ -1,36 +1,61 @@
 """Day 81 exercise: PagedAttention v2 -- split long contexts into partitions, then reduce.
 
-v1 (naive) gives each (sequence, head) one block over the whole context; with few, long sequences
-that leaves most SMs idle. v2 (optimized) gives each (sequence, head, partition of partition_size
-tokens) a block that writes a partial softmax -- normalized output o_p, max m_p, exp-sum l_p -- and a
-reduce kernel merges them: out = sum_p o_p l_p 2^(m_p - M) / sum_p l_p 2^(m_p - M), M = max_p m_p.
+Day 79's launch gives each (sequence, KV head) one block that walks the whole context. With 64
+sequences x 8 KV heads that is 512 blocks, about 4 per SM; with 4 sequences it is 32 blocks for 132
+SMs, each walking 32k tokens alone: three quarters of the GPU idle and HBM starved. v2 cuts the
+context into partitions of PARTITION_SIZE tokens, gives each (sequence, KV head, partition) its own
+block, and merges the partial softmaxes in a second, tiny kernel. Both launch the shared kernel
+(solutions/paged_attention_common.py: day 78's kernel with day 79's heads per block) whose blockIdx.z
+selects pages [z * part_pages, (z + 1) * part_pages) and which writes each range's normalized output o_p,
+max m_p and exp-sum l_p; the split, the launches and the reduce are what you write.
 
-Day 78's kernel already takes a page range per block (blockIdx.z = partition): write run_partitions,
-which launches it over partitions (naive: one, optimized: many), and the reduce kernel. Inputs: day
-78's six plus partition_size, a multiple of block_size.
-Grade with:  make check DAY=81
+v1 naive      one partition spanning the whole block table: day 79's schedule, writing the output
+              directly (a single partition's normalized output is the answer).
+v2 optimized  partitions of 2048 tokens (128 pages at block 16): blocks = KV heads x seqs x partitions.
+              Each block writes its normalized partial output o_p, max m_p and exp-sum l_p; the
+              reduce kernel, one block per (sequence, head), computes
+              out = sum_p o_p l_p 2^(m_p - M) / sum_p l_p 2^(m_p - M),  M = max_p m_p.
+
+The partition size is part of the inputs (a launch parameter): tests use 1-4 pages so that tiny
+contexts span several partitions; the benchmark uses 2048. It must be a multiple of the block size:
+a partition is a whole number of pages.
+
+Napkin math (4 seqs x 32 heads over 8 KV heads x 128, context 32768, block 16, fp16): K and V are
+4 * 32768 * 8 * 128 * 2 B * 2 = 537 MB, ~0.13 ms at 4.1 TB/s. v1 runs 32 blocks of 4 warps: loads in
+flight on 32 SMs and none on 100. v2 runs 512 blocks (16 partitions), ~4 per SM: two resident
+(254 registers a thread, 4 warps a block) and a second wave, so a late block costs at most half a
+wave, while each block walks 128 pages, long enough that its prologue (q into registers) and its
+merge weigh little (day 89's sweep at 8 x 32k: 78 % of the copy rate at ~4 blocks per SM, 64-69 % at
+16-31 with partitions of 512-1024 tokens). It adds 4 * 32 * 16 * (128 + 2) * 4 B = 1.1 MB of partial
+results written and read once: < 1 % extra.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  paged_attention_reduce_kernel  n_parts from context_lens[seq], M = max of part_max, out = sum o_p l_p 2^(m_p - M)
+                                 / sum l_p 2^(m_p - M) (14 lines)
+  run_partitions                 heads per block as day 79, launch_attention over part_pages pages, context_lens on
+                                 the device (4 lines)
+  naive                          check_partitioned, run_partitions with one partition spanning the table, reshape (5
+                                 lines)
+  optimized                      check_partitioned, run_partitions over partitions, then the reduce kernel (9 lines)
+Everything else in this file is given. Grade with:  make check DAY=81
 """
 
-import math  # noqa: F401  (for the code you write)
+import math
 from typing import NamedTuple
 
 import numpy as np
 
-from course import cuda
-from numba import float32  # noqa: F401  (for the kernel you write)
-from solutions.day78_paged_attention_v1 import (  # the day's problem, inputs, checks and kernel are day 78's
-    SIG_PAGED,
-    attention_kernel,
-    check_inputs,
-    heads_per_block,  # noqa: F401  (for the code you write)
-    launch_attention,  # noqa: F401  (for the code you write)
-)
+from course import cuda, launch
+from numba import float32
 from solutions.day78_paged_attention_v1 import Config as Day78Config
+from solutions.day78_paged_attention_v1 import ERROR_FLOOR, RTOL, VERSION_RTOL  # noqa: F401  (graders read them)
+from solutions.day78_paged_attention_v1 import check_inputs  # the day's problem, inputs and checks are day 78's
 from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
 from solutions.day78_paged_attention_v1 import reference as day78_reference
 from solutions.day78_paged_attention_v1 import traffic as day78_traffic
-from solutions.day79_paged_attention_gqa import MAX_GROUP
+from solutions.day79_paged_attention_gqa import MAX_GROUP, heads_per_block
+from solutions.paged_attention_common import SIG_PAGED, attention_kernel, launch_attention
 
 TITLE = "PagedAttention v2"
 MEMORY_SPACE = "global + shared"
@@ -88,19 +113,20 @@ def check_partitioned(query, key_cache, value_cache, block_tables, context_lens,
                          f"got {partition_size!r}")
 
 
-# --- the partition kernel: day 78's kernel over a page range, writing a partial softmax -----------
+# --- the partitions: the shared kernel over page ranges; then the reduce --------------------------
 
 
 @cuda.jit(fastmath=True)
 def paged_attention_reduce_kernel(out, part_out, part_max, part_sum, context_lens, part_tokens):
-    """One block per (sequence, head) (blockIdx = (head, seq)), one thread per column d.
+    """One block per (sequence, head) (blockIdx = (head, seq)), one thread per column d: rescale each
+    partition's output by its share of the global exp-sum. Reads (partitions x (head_dim + 2)) floats.
 
     Only partitions p < ceil(context_lens[seq] / part_tokens) ran. M = max_p part_max[seq, head, p];
     w_p = part_sum[seq, head, p] * 2^(part_max[seq, head, p] - M) (subtract M: the maxima can be
     large); out[seq, head, d] = sum_p part_out[seq, head, p, d] * w_p / sum_p w_p.
     """
-    raise NotImplementedError("Day 81: n_parts from context_lens[seq], M = max of part_max, "
-                              "out = sum o_p l_p 2^(m_p - M) / sum l_p 2^(m_p - M) (12 lines)")
+    raise NotImplementedError("Day 81: n_parts from context_lens[seq], M = max of part_max, out = sum o_p l_p 2^(m_p - "
+                              "M) / sum l_p 2^(m_p - M) (14 lines)")
 
 
 _SIG_REDUCE = ("void(float32[:, :, ::1], float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
@@ -112,15 +138,22 @@ KERNELS = {  # the benchmark's shape: a group of 4 heads per block, as day 79
 }
 
 
-def naive(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size):
-    """v1: one partition covering the whole block table, so one block per (sequence, KV head).
+def run_partitions(query, key_cache, value_cache, block_tables, context_lens, scale, part_pages):
+    """The shared kernel with day 79's heads per block, each block over part_pages pages of its
+    sequence (blockIdx.z the partition): returns (partial outputs, maxima, sums, context_lens).
 
-    check_partitioned first; heads = heads_per_block(num_heads, num_kv_heads, MAX_GROUP) as day 79;
-    launch_attention(..., heads=heads, part_pages=max_blocks_per_seq) returns (part_out, part_max,
-    part_sum) with part_out (num_seqs, num_heads, 1, head_dim): one normalized partition is the answer.
-    Return launch.result(part_out reshaped to query's shape, query, key_cache).
+    heads = heads_per_block(num_heads, num_kv_heads, MAX_GROUP); launch_attention(..., heads=heads,
+    part_pages=part_pages) returns part_out (num_seqs, num_heads, partitions, head_dim), part_max and
+    part_sum (num_seqs, num_heads, partitions); the reduce needs context_lens on the device too.
     """
-    raise NotImplementedError("Day 81: check, heads per block, launch_attention with one partition, "
+    raise NotImplementedError("Day 81: heads per block as day 79, launch_attention over part_pages pages, context_lens "
+                              "on the device (4 lines)")
+
+
+def naive(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size):
+    """v1: one partition covering the whole table, so one block per (sequence, KV head): its normalized
+    output, part_out (num_seqs, num_heads, 1, head_dim), is the answer."""
+    raise NotImplementedError("Day 81: check_partitioned, run_partitions with one partition spanning the table, "
                               "reshape (5 lines)")
 
 
@@ -130,10 +163,10 @@ def optimized(query, key_cache, value_cache, block_tables, context_lens, scale, 
 
     The number of partitions launch_attention sizes its results by comes from the table's capacity
     (ceil(max_blocks_per_seq / part_pages)), not the longest context: the host never reads device
-    context lengths back. The reduce needs context_lens on the device (launch.to_device).
+    context lengths back.
     """
-    raise NotImplementedError("Day 81: check, launch_attention over partitions, then the reduce kernel "
-                              "(10 lines)")
+    raise NotImplementedError("Day 81: check_partitioned, run_partitions over partitions, then the reduce kernel (9 "
+                              "lines)")
 
 
 def library(query, key_cache, value_cache, block_tables, context_lens, scale, partition_size):

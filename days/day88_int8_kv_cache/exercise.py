@@ -4,11 +4,36 @@ Each cached row x (one token, one KV head, head_dim values) is stored as
 
     scale = max|x| / 127        q = round(x / scale)  in int8        x ~ q * scale
 
-with the scales in pages of their own, (num_blocks, block_size, num_kv_heads) float32, addressed by the
-same block table. Write three kernels: quantize (a warp per row), the naive dequantize-to-fp16 pass
-(day 78's kernel then reads the copy), and the fused int8 PagedAttention. Validation, launches, the
-inputs and the reference are given.
-Grade with:  make check DAY=88
+The scales live in pages of their own, (num_blocks, block_size, num_kv_heads) float32, addressed by
+the same block table. A scale per (token, KV head) is fixed when the token is written: a per-block
+scale would have to be raised, and the block requantized, whenever a later token brings a larger
+value. At head_dim 128 a row is 128 + 4 bytes instead of 256: 51.6 % of the float16 cache.
+
+v1 naive      a grid-stride kernel dequantizes the whole int8 pool into a float16 copy, then day 78's
+              fp16 kernel reads that copy: 1 B read + 2 B written + 2 B read again per element, and
+              a float16 pool as large as the one int8 was meant to replace.
+v2 optimized  dequantization fused into day 78's kernel: int8 read as 32-bit words, unpacked by a
+              bit trick instead of slow int->float conversions, the K scale applied once per token
+              to the finished dot product and the V scale folded into the softmax weight; one block
+              per (sequence, KV head) serves every query head of the GQA group, so each byte is
+              loaded and unpacked once for all of them.
+quantize      a warp per row: each lane takes head_dim / 32 values, the max-abs is a 5-step
+              shfl_xor butterfly, lane 0 stores the scale.
+
+Napkin math (64 seqs x 32 heads over 8 KV heads x head_dim 128, context 4096, block 16): the fp16
+pages are 1.07 GB, the int8 pages + scales 0.55 GB. At ~4.1 TB/s the floor drops from ~0.26 ms to
+~0.135 ms. Per int8 byte the fused kernel does 4 FMAs (the 4 query heads sharing it) plus an unpack:
+the instruction budget is 2x that of fp16 per byte, which is why it must unpack once per group and
+never with I2F (16 conversions a clock per SM would cap it near 3.7 TB/s with all 4 heads sharing).
+
+What you write (each raises NotImplementedError with its hint until you do):
+  quantize_kernel                          a warp per row: max-abs over the lane's values, a 5-step shfl_xor max,
+                                           then round x * 127 / amax (17 lines)
+  dequantize_kernel                        a grid-stride loop writing float16(float32(q) * scale) for K and V (6
+                                           lines)
+  int8_kernel.paged_attention_int8_kernel  loads first, sign-flip unpack, shfl_xor dots scaled per row, online
+                                           softmax per head, fold, merge (130 lines)
+Everything else in this file is given. Grade with:  make check DAY=88
 """
 
 import functools
@@ -17,11 +42,10 @@ import math
 import numpy as np
 
 from course import cuda, launch
-from numba import float32, int8, uint32, uint64  # noqa: F401  (int8, uint32, uint64: for the kernels you write)
-from numba.types import float16  # noqa: F401  (for the kernel you write)
-from solutions.day78_paged_attention_v1 import NO_LOGIT  # noqa: F401  (for the kernel you write)
-from solutions.day78_paged_attention_v1 import LOG2E, NUM_WARPS, WARP, Config, cache_words
-from solutions.day78_paged_attention_v1 import check_inputs as day78_check_inputs
+from numba import float32, int8, uint32, uint64
+from numba.types import float16
+from solutions.day78_paged_attention_v1 import LIBRARY_RTOL
+from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, WARP, Config, cache_words, check_decode_step
 from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
 from solutions.day78_paged_attention_v1 import optimized as day78_attention
@@ -32,6 +56,12 @@ MEMORY_SPACE = "global + registers"
 VERSIONS = ("naive", "optimized")
 BOUND = "memory"
 RTOL = 2e-3  # both versions against attention over the dequantized cache; naive rounds it to fp16 first
+ERROR_FLOOR = 1e-2  # attention outputs average many rows towards zero (course.checking: the floor)
+# The naive version's fp16 copy rounds every dequantized K and V to 11 bits: at the benchmark's 4096
+# rows its output is up to 2.8e-2 (relative, with the floor) from attention over the exact
+# dequantized cache (H200 run). Its tests grade it against that fp16 copy; the benchmark's re-check,
+# against the exact reference, allows it this much.
+VERSION_RTOL = {"naive": 5e-2, "library": LIBRARY_RTOL}  # and SDPA computes in fp16
 
 QMAX = 127  # symmetric: -127..127, so -x quantizes to -q
 VEC = 8  # optimized: int8 values of a row per lane (two 32-bit words)
@@ -107,8 +137,10 @@ def traffic(query, key_cache, value_cache, key_scales, value_scales, block_table
 
 
 def check_inputs(query, key_cache, value_cache, key_scales, value_scales, block_tables, context_lens, scale):
-    """ValueError, before any launch, unless the eight inputs describe a valid int8 decode step."""
-    day78_check_inputs(query, key_cache, value_cache, block_tables, context_lens, scale, cache_dtypes=np.int8)
+    """ValueError, before any launch, unless the eight inputs describe a valid int8 decode step: int8
+    caches, day 78's checks of the step, and one float32 scale per (block, row, KV head)."""
+    launch.check_array("key_cache", key_cache, dtype=np.int8, ndim=4)
+    check_decode_step(query, key_cache, value_cache, block_tables, context_lens, scale)
     rows = tuple(key_cache.shape[:3])  # (num_blocks, block_size, num_kv_heads)
     launch.check_array("key_scales", key_scales, dtype=np.float32, shape=rows)
     launch.check_array("value_scales", value_scales, dtype=np.float32, shape=rows)
@@ -127,8 +159,8 @@ def quantize_kernel(q_out, scales_out, x):
     q = round-to-nearest of x * inv clamped to +-127 (math.floor(v + 0.5) stays in float32);
     lane 0 writes scales_out[r] = amax / 127.
     """
-    raise NotImplementedError("Day 88: a warp per row: max-abs over the lane's values, a 5-step shfl_xor "
-                              "max, then round x * 127 / amax (15 lines)")
+    raise NotImplementedError("Day 88: a warp per row: max-abs over the lane's values, a 5-step shfl_xor max, then "
+                              "round x * 127 / amax (17 lines)")
 
 
 def quantize(x):
@@ -187,13 +219,13 @@ def int8_kernel(head_dim: int, heads: int):
     Lanes per row G = head_dim / 8: each lane holds two words (8 values) of a row, so q and the
     accumulator of every head stay in 2 * heads * 8 registers whatever head_dim is."""
     G = head_dim // VEC
-    NG = WARP // G  # noqa: F841  (rows a warp works on side by side)
-    ROW_WORDS = head_dim // 4  # noqa: F841
-    HV = heads * VEC  # noqa: F841
-    KW = TOKENS * WL  # noqa: F841
-    TH = TOKENS * heads  # noqa: F841
-    HEAD_DIM = head_dim  # noqa: F841
-    HEADS = heads  # noqa: F841
+    NG = WARP // G  # rows a warp works on side by side
+    ROW_WORDS = head_dim // 4
+    HV = heads * VEC
+    KW = TOKENS * WL
+    TH = TOKENS * heads
+    HEAD_DIM = head_dim
+    HEADS = heads
 
     @cuda.jit(fastmath=True)
     def paged_attention_int8_kernel(out, query, key_words, value_words, key_scales, value_scales,
@@ -221,9 +253,8 @@ def int8_kernel(head_dim: int, heads: int):
         - Fold the NG row groups with shfl_xor over offsets G..16; merge warps through
           cuda.shared.array((NUM_WARPS, HEADS, HEAD_DIM), float32) and (NUM_WARPS, HEADS) m and l.
         """
-        raise NotImplementedError("Day 88: day 78's kernel over int8 words: loads first, sign-flip unpack, "
-                                  "shfl_xor dots scaled once per row, online softmax per head, shuffle "
-                                  "fold, shared-memory merge (90 lines)")
+        raise NotImplementedError("Day 88: loads first, sign-flip unpack, shfl_xor dots scaled per row, online softmax "
+                                  "per head, fold, merge (130 lines)")
 
     return paged_attention_int8_kernel
 
@@ -245,8 +276,7 @@ def optimized(query, key_cache, value_cache, key_scales, value_scales, block_tab
     rows = key_scales.shape[0] * key_scales.shape[1] * num_kv_heads
     kernel[(num_kv_heads * chunks, num_seqs), NUM_WARPS * WARP](
         out, q, cache_words(kc, np.uint32), cache_words(vc, np.uint32), ks.reshape(rows), vs.reshape(rows),
-        tables, lens,
-        float32(scale * LOG2E), key_cache.shape[1], num_kv_heads)
+        tables, lens, float32(scale * LOG2E), key_cache.shape[1], num_kv_heads)
     return launch.result(out, query, key_cache)
 
 

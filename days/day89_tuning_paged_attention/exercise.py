@@ -1,21 +1,36 @@
-"""Day 89 exercise: tuning PagedAttention -- block size, partition size and warps per block.
+"""Day 89 exercise: tuning PagedAttention -- block size, partition size and warps per block, against the roofline.
 
-The kernels are done: day 78's `attention_kernel` (with day 79's heads per block, and a page range
-per block along blockIdx.z) and day 81's reduce. Write the launch with its knobs and the split that
-fills the GPU:
+Days 78, 79 and 81 built one kernel (`attention_kernel` in solutions/paged_attention_common.py: day
+78's kernel), gave each block up to MAX_GROUP query heads of one KV head (day 79) and split long
+contexts into partitions merged by a reduce kernel (day 81). Today exposes what is left to choose at
+launch time and measures it:
+  block size   the cache's page (8, 16, 32 tokens): one table lookup per page, and the rows a warp
+               loads per trip (at head_dim 128 in fp16 with four heads per block: 4 rows at block 8,
+               8 at blocks 16 and 32), so the bytes each lane keeps in flight.
+  partition    tokens per CUDA block (a whole number of pages): each (sequence, KV head, partition)
+               is a block writing a partial (output, max, exp-sum), merged by day 81's reduce.
+  warps        threads per block (32 x 1, 2, 4, 8, 16): more warps stream more of a partition at
+               once but stage more partial softmaxes in shared memory, merged behind a barrier.
 
-  tuned_partition   tokens per partition for a shape: count the blocks one partition's grid has
-                    (sequences x KV heads x chunks of up to MAX_GROUP heads of each group), then the
-                    smallest power of two >= MIN_PARTITION (and >= the page) giving BLOCKS_PER_SM
-                    blocks per SM; 0 when the grid is big enough unsplit.
-  paged_attention   check the inputs and the knobs, launch_attention with heads per block and
-                    partition // block_size pages per partition, then day 81's reduce when there is
-                    more than one partition.
+v1 naive      the untuned launch: day 79's schedule, one block per (sequence, KV head) over the whole
+              context, DEFAULT_WARPS warps: fine for 64 sequences, starved for 8 long ones.
+v2 optimized  the tuned launch: tuned_partition() splits contexts until the grid has about
+              BLOCKS_PER_SM blocks per SM, then day 81's reduce; sweep() times every
+              (block size, partition, warps) on the GPU and roofline_chart() plots them.
 
-v1 naive      the untuned launch: one block per (sequence, KV head) over the whole context (given).
-v2 optimized  the tuned launch: tuned_partition's split, then the reduce (given).
+Napkin math (bench: 8 sequences x 32 heads over 8 KV heads x 128, context 32768, fp16): K and V are
+8 x 32768 x 8 x 128 x 2 B x 2 = 1.07 GB, read once at 4 FLOP/B, well left of the H200's ridge
+(~51 TFLOP/s / 4.1 TB/s = 12 FLOP/B): the roof is the copy rate, ~0.26 ms. With four heads per block
+the v1 grid is 8 x 8 = 64 blocks for 132 SMs: over half the SMs have nothing to load, and each
+block walks 2048 pages alone. Partitions of 2048 tokens make 16 per sequence, 1024 blocks (~8 per
+SM), and add 8 x 32 x 16 x (128 + 2) x 4 B = 2.1 MB of partials: 0.2 % of the traffic.
 
-Grade with:  make check DAY=89        On a GPU:  python -m solutions.day89_tuning_paged_attention --plot r.png
+What you write (each raises NotImplementedError with its hint until you do):
+  tuned_partition  blocks per partition from heads_per_block, the partitions wanted, then double from MIN_PARTITION
+                   (9 lines)
+  paged_attention  check the knobs, heads per block, launch_attention over partition // block_size pages, day 81's
+                   reduce (18 lines)
+Everything else in this file is given. Grade with:  make check DAY=89
 """
 
 from __future__ import annotations
@@ -27,26 +42,23 @@ import math
 
 import numpy as np
 
-from course import DEVICE, ON_GPU, launch  # noqa: F401  (launch: for the code you write)
-from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contract and kernel are day 78's)
+from course import DEVICE, ON_GPU, launch
+from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contract is day 78's)
     ERROR_FLOOR,
     NUM_WARPS,
     RTOL,
-    SIG_PAGED,
     VERSION_RTOL,
     Config,
-    attention_kernel,
     check_inputs,
-    heads_per_block,
-    launch_attention,
     library,
     make_inputs,
     reference,
     traffic,
 )
-from solutions.day79_paged_attention_gqa import MAX_GROUP
+from solutions.day79_paged_attention_gqa import MAX_GROUP, heads_per_block
 from solutions.day81_paged_attention_v2 import KERNELS as DAY81_KERNELS
-from solutions.day81_paged_attention_v2 import paged_attention_reduce_kernel  # noqa: F401
+from solutions.day81_paged_attention_v2 import paged_attention_reduce_kernel
+from solutions.paged_attention_common import SIG_PAGED, attention_kernel, launch_attention
 
 TITLE = "Tuning PagedAttention"
 MEMORY_SPACE = "global + shared"
@@ -87,11 +99,11 @@ def tuned_partition(num_seqs: int, num_heads: int, num_kv_heads: int, max_contex
     blocks); if that is 1 or less, return 0. Otherwise start at max(MIN_PARTITION, block_size) and
     double while size x wanted < max_context; a size covering the whole context means no split (0).
     """
-    raise NotImplementedError("Day 89: blocks per partition from heads_per_block, the partitions wanted, "
-                              "then double from MIN_PARTITION (8 lines)")
+    raise NotImplementedError("Day 89: blocks per partition from heads_per_block, the partitions wanted, then double "
+                              "from MIN_PARTITION (9 lines)")
 
 
-# --- the kernels: day 78's attention kernel (day 79's heads per block), day 81's reduce -------------
+# --- the kernels: the shared attention kernel (day 79's heads per block), day 81's reduce ------------
 
 KERNELS = {  # the benchmark's shape: head_dim 128, fp16, pages of 16, four heads of a group per block
     "naive": (attention_kernel(128, "float16", 16, MAX_GROUP, 4), SIG_PAGED),
@@ -121,8 +133,8 @@ def paged_attention(query, key_cache, value_cache, block_tables, context_lens, s
        launch.empty output, told the partition in tokens.
     Return launch.result(out, query, key_cache).
     """
-    raise NotImplementedError("Day 89: check the knobs, heads per block, launch_attention over "
-                              "partition // block_size pages, day 81's reduce if more than one (16 lines)")
+    raise NotImplementedError("Day 89: check the knobs, heads per block, launch_attention over partition // block_size "
+                              "pages, day 81's reduce (18 lines)")
 
 
 def naive(query, key_cache, value_cache, block_tables, context_lens, scale):

@@ -10,7 +10,7 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day78_paged_attention_v1"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        "        kv_head = h0 // (query.shape[1] // num_kv_heads)\n",
-        "        kv_head = h0 % num_kv_heads\n",
+        "        kv_head = head // (query.shape[1] // num_kv_heads)\n",
+        "        kv_head = head % num_kv_heads\n",
     ),
 ]

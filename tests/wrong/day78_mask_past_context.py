@@ -10,7 +10,7 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day78_paged_attention_v1"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        '                n_tok = min(BS, ctx - page * BS)\n                if t0 < n_tok:\n                    base',
-        '                n_tok = BS\n                if t0 < n_tok:\n                    base',
+        '            n_tok = min(BS, ctx - page * BS)\n            if t0 < n_tok:\n                base',
+        '            n_tok = BS\n            if t0 < n_tok:\n                base',
     ),
 ]

@@ -10,11 +10,11 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day78_paged_attention_v1"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        '            m[hh] = NO_LOGIT\n',
-        '            m[hh] = 0.0\n',
+        '        m = float32(NO_LOGIT)\n',
+        '        m = float32(0.0)\n',
     ),
     (
-        '                m_new = max(m_new, s[hh * TOK + u])\n',
+        '                    m_new = max(m_new, s[u])\n',
         '',
     ),
 ]

@@ -1,0 +1,256 @@
+"""The PagedAttention kernel days 79, 81 and 89 launch: day 78's kernel, grown by what they add.
+
+Day 78's kernel (one block per (sequence, query head), thread groups over tokens, interleaved 8-byte
+words, online softmax in base 2, warps merged through shared memory) with three compile-time knobs:
+
+  heads      query heads of one KV head per block (day 79): every per-head quantity gets a leading
+             axis, and each K/V element is loaded and converted once for all of them; trip_plan
+             trades rows in flight for the registers those heads take, and prefetches at 3-4 heads.
+  page range blockIdx.z selects pages [z * part_pages, (z + 1) * part_pages) of a sequence, and the
+             block writes that range's normalized output with its max and exp-sum (day 81's
+             partitions, merged by day 81's reduce); one range spanning the table is the answer.
+  num_warps  warps per block (day 89's knob; day 78's NUM_WARPS by default).
+
+At heads = 1 with one range it computes what day 78's kernel computes, on the same schedule.
+"""
+
+import functools
+import math
+
+import numpy as np
+
+from course import cuda, launch
+from numba import float32, uint32, uint64
+from solutions.day73_decode_attention import ROW_STEP, cache_words, lane_layout
+from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, WARP
+
+
+def trip_plan(heads: int, block_size: int, lanes: int) -> tuple[int, bool]:
+    """(rows per thread group per trip, prefetch): what fits in registers, chosen by measurement on
+    the H200 at head_dim 128 (day 79's lesson has the numbers): with one or two heads per block, four
+    rows per group (a 16-token trip) and no prefetch; with three or four heads, q and the
+    accumulators take 128 registers, so two rows per group and the next trip's loads issued before
+    this trip's arithmetic."""
+    groups = WARP // lanes
+    rows = max(1, min(ROW_STEP, block_size) // groups)
+    if heads <= 2:
+        return rows, False
+    return max(1, rows // 2), True
+
+
+@functools.cache
+def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int = 1,
+                     num_warps: int = NUM_WARPS, prefetch=None):
+    """The kernel for one (head_dim, cache dtype, block size, heads per block, warps per block).
+    Numba compiles the closure's Python ints as constants, as on day 78: the per-lane arrays get fixed
+    sizes, every loop over them unrolls, and the word offsets inside a row fold into the loads.
+
+    Launch: grid (num_heads // heads, num_seqs, partitions), num_warps * 32 threads; arguments
+    (part_out (seqs, heads, partitions, head_dim), part_max, part_sum (seqs, heads, partitions),
+    query, key_words, value_words (flat uint64 views of the caches), block_tables, context_lens,
+    scale * log2(e), num_kv_heads, part_pages). Each block writes its partition's normalized output
+    with the partition's running max and exp-sum (base 2): with one partition that is the answer."""
+    elem = np.dtype(cache_dtype).type
+    PW, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
+    TOK, PREFETCH = trip_plan(heads, block_size, G)
+    PREFETCH = PREFETCH if prefetch is None else prefetch
+    NG = WARP // G  # rows a warp works on side by side, one per thread group
+    TRIP = NG * TOK  # rows per warp trip
+    TRIPS = (block_size + TRIP - 1) // TRIP  # trips per page
+    BS, HG, NW, HEAD_DIM = block_size, heads, num_warps, head_dim
+    KW = TOK * WL  # words of K (and of V) a lane holds per trip
+    QN, SN, SMN = HG * VEC, HG * TOK, HG * head_dim  # array sizes must be plain constants for Numba
+
+    @cuda.jit(device=True, inline=True)
+    def load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words):
+        # Every load of a trip first: 2 * TOK * WL independent 8-byte words per lane in flight. Rows
+        # past the context are never read (they may hold NaN, and NaN * 0 is NaN): a dead row
+        # re-reads the page's last live row, an L1 hit, and is masked out of the softmax.
+        for u in range(TOK):
+            row = min(t0 + u * NG + grp, n_tok - 1)
+            off = base + uint64(uint32(row) * row_words)
+            for w in range(WL):
+                kbuf[u * WL + w] = key_words[off + uint64(G * w)]
+                vbuf[u * WL + w] = value_words[off + uint64(G * w)]
+
+    @cuda.jit(device=True, inline=True)
+    def attend(q, acc, m, l, s, k, v, t0, n_tok, grp):
+        # Dot products of the trip's rows with each head's q slice, then the online softmax update.
+        for hh in range(HG):
+            for u in range(TOK):
+                dot = float32(0.0)
+                for e in range(VEC):
+                    dot += q[hh * VEC + e] * float32(k[u * VEC + e])
+                s[hh * TOK + u] = dot
+        o = G // 2  # a token's G lanes hold pieces of one dot product: log2(G) butterfly steps
+        while o > 0:
+            for i in range(SN):
+                s[i] += cuda.shfl_xor_sync(0xFFFFFFFF, s[i], o)
+            o //= 2
+        for hh in range(HG):
+            m_new = m[hh]
+            for u in range(TOK):
+                if t0 + u * NG + grp >= n_tok:
+                    s[hh * TOK + u] = -math.inf  # exp2(-inf) = 0: the dead row drops out
+                m_new = max(m_new, s[hh * TOK + u])
+            correction = math.exp2(m[hh] - m_new)
+            l[hh] *= correction
+            for e in range(VEC):
+                acc[hh * VEC + e] *= correction
+            for u in range(TOK):
+                p = math.exp2(s[hh * TOK + u] - m_new)
+                l[hh] += p
+                for e in range(VEC):
+                    acc[hh * VEC + e] += p * float32(v[u * VEC + e])
+            m[hh] = m_new
+
+    @cuda.jit(fastmath=True)
+    def paged_attention_kernel(part_out, part_max, part_sum, query, key_words, value_words, block_tables,
+                               context_lens, scale, num_kv_heads, part_pages):
+        seq = cuda.blockIdx.y
+        h0 = cuda.blockIdx.x * HG  # this block's first query head; all HG share one KV head
+        part = cuda.blockIdx.z
+        tid = cuda.threadIdx.x
+        warp = tid // WARP
+        lane = tid % WARP
+        grp = lane // G  # the row of each trip step this lane's group takes
+        gl = lane % G  # the words of the row it holds: gl, gl + G, gl + 2G, ...
+        kv_head = h0 // (query.shape[1] // num_kv_heads)
+        ctx = context_lens[seq]
+        first = part * part_pages
+        end = min(first + part_pages, (ctx + BS - 1) // BS)
+        if first >= end:
+            return  # a partition past this sequence's context: the reduce never reads it
+        row_words = uint32(num_kv_heads * ROW_WORDS)  # one token's K row of every KV head
+        page_words = uint64(BS) * uint64(row_words)
+        lane_words = uint64(kv_head * ROW_WORDS + gl)
+
+        # Fixed-size arrays indexed only by unrolled constant loops: LLVM keeps them in registers.
+        q = cuda.local.array(QN, float32)
+        acc = cuda.local.array(QN, float32)
+        m = cuda.local.array(HG, float32)  # per head: the group's running max and exp-sum
+        l = cuda.local.array(HG, float32)
+        s = cuda.local.array(SN, float32)
+        kbuf = cuda.local.array(KW, uint64)  # (TOK, WL) words as loaded
+        vbuf = cuda.local.array(KW, uint64)
+        k = kbuf.view(elem)  # the same registers read as (TOK, VEC) cache elements
+        v = vbuf.view(elem)
+        for hh in range(HG):
+            for w in range(WL):
+                for j in range(PW):
+                    q[hh * VEC + w * PW + j] = query[seq, h0 + hh, (gl + G * w) * PW + j] * scale
+                    acc[hh * VEC + w * PW + j] = 0.0
+            # Finite, so a group with no token yet rescales by exp2(0) = 1, not exp2(-inf + inf).
+            m[hh] = NO_LOGIT
+            l[hh] = 0.0
+
+        if PREFETCH:
+            # Trips numbered across the partition's pages, warps taking them in turn; the next
+            # trip's loads go out before this trip's arithmetic, so each warp always waits on one.
+            kn = cuda.local.array(KW, uint64)
+            vn = cuda.local.array(KW, uint64)
+            end_trip = end * TRIPS
+            trip = first * TRIPS + warp
+            if trip < end_trip:
+                page = trip // TRIPS
+                base = uint64(block_tables[seq, page]) * page_words + lane_words
+                load_trip(kbuf, vbuf, key_words, value_words, base, (trip % TRIPS) * TRIP,
+                          min(BS, ctx - page * BS), grp, row_words)
+            while trip < end_trip:
+                nxt = trip + NW
+                if nxt < end_trip:
+                    page = nxt // TRIPS
+                    base = uint64(block_tables[seq, page]) * page_words + lane_words
+                    load_trip(kn, vn, key_words, value_words, base, (nxt % TRIPS) * TRIP,
+                              min(BS, ctx - page * BS), grp, row_words)
+                page = trip // TRIPS
+                t0 = (trip % TRIPS) * TRIP
+                n_tok = min(BS, ctx - page * BS)
+                if t0 < n_tok:
+                    attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
+                for i in range(KW):
+                    kbuf[i] = kn[i]
+                    vbuf[i] = vn[i]
+                trip = nxt
+        else:
+            # Warps take trips round-robin: at block 16 a trip is a page; a page of many trips (a
+            # contiguous cache is one page of max_len rows) is still shared by every warp.
+            for trip in range(first * TRIPS + warp, end * TRIPS, NW):
+                page = trip // TRIPS  # TRIPS is a constant: a shift, or nothing at one trip a page
+                t0 = (trip % TRIPS) * TRIP
+                n_tok = min(BS, ctx - page * BS)
+                if t0 < n_tok:
+                    base = uint64(block_tables[seq, page]) * page_words + lane_words  # 64-bit once a trip
+                    load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words)
+                    attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
+
+        # Fold the warp's NG groups (lanes gl, gl + G, ... hold the same columns): log2(NG) steps.
+        o = G
+        while o < WARP:
+            for hh in range(HG):
+                m_o = cuda.shfl_xor_sync(0xFFFFFFFF, m[hh], o)
+                l_o = cuda.shfl_xor_sync(0xFFFFFFFF, l[hh], o)
+                m_new = max(m[hh], m_o)
+                a = math.exp2(m[hh] - m_new)
+                b = math.exp2(m_o - m_new)
+                l[hh] = l[hh] * a + l_o * b
+                for e in range(VEC):
+                    acc[hh * VEC + e] = acc[hh * VEC + e] * a \
+                        + cuda.shfl_xor_sync(0xFFFFFFFF, acc[hh * VEC + e], o) * b
+                m[hh] = m_new
+            o *= 2
+
+        # Merge the warps through a (NW, heads * head_dim) staging area: it does not grow with ctx.
+        sm_acc = cuda.shared.array((NW, SMN), float32)
+        sm_m = cuda.shared.array((NW, HG), float32)
+        sm_l = cuda.shared.array((NW, HG), float32)
+        if grp == 0:
+            for hh in range(HG):
+                for w in range(WL):
+                    for j in range(PW):
+                        sm_acc[warp, hh * HEAD_DIM + (gl + G * w) * PW + j] = acc[hh * VEC + w * PW + j]
+        if lane == 0:
+            for hh in range(HG):
+                sm_m[warp, hh] = m[hh]
+                sm_l[warp, hh] = l[hh]
+        cuda.syncthreads()
+        for i in range(tid, SMN, NW * WARP):
+            hh = i // HEAD_DIM
+            d = i % HEAD_DIM
+            m_all = sm_m[0, hh]
+            for w in range(1, NW):
+                m_all = max(m_all, sm_m[w, hh])
+            total = float32(0.0)
+            o_d = float32(0.0)
+            for w in range(NW):
+                c = math.exp2(sm_m[w, hh] - m_all)  # a warp that saw no page: l = 0, acc = 0
+                total += sm_l[w, hh] * c
+                o_d += sm_acc[w, i] * c
+            part_out[seq, h0 + hh, part, d] = o_d / total
+            if d == 0:
+                part_max[seq, h0 + hh, part] = m_all
+                part_sum[seq, h0 + hh, part] = total
+
+    return paged_attention_kernel
+
+
+def launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale, *, heads: int = 1,
+                     part_pages: int | None = None, num_warps: int = NUM_WARPS):
+    """Run the kernel (inputs already checked); returns (part_out, part_max, part_sum), the first
+    (num_seqs, num_heads, partitions, head_dim). part_pages=None: one partition, the whole table."""
+    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
+    num_seqs, num_heads, head_dim = query.shape
+    part_pages = part_pages or block_tables.shape[1]
+    parts = math.ceil(block_tables.shape[1] / part_pages)  # the table's capacity bounds every context
+    part_out = launch.empty((num_seqs, num_heads, parts, head_dim), np.float32)
+    part_max = launch.empty((num_seqs, num_heads, parts), np.float32)
+    part_sum = launch.empty((num_seqs, num_heads, parts), np.float32)
+    kernel = attention_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1], heads, num_warps)
+    grid = (num_heads // heads, num_seqs, parts)  # heads fastest: a group's blocks share pages in L2
+    kernel[grid, num_warps * WARP](part_out, part_max, part_sum, q, cache_words(kc), cache_words(vc), tables,
+                                   lens, float32(scale * LOG2E), key_cache.shape[2], part_pages)
+    return part_out, part_max, part_sum
+
+
+SIG_PAGED = ("void(float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
+             "uint64[::1], uint64[::1], int32[:, ::1], int32[::1], float32, int32, int32)")
