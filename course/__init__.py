@@ -11,6 +11,7 @@ One concern a module:
     days       find and load a day              launch     validate inputs, move arrays, grid sizes
     checking   compare with the reference       bench      time versions on a GPU
     compiler   PTX and resource reports         cli        python -m course ...
+    exercises  exercises from solutions         notebook   a notebook's TARGET: yours or the solution
 """
 
 from course.device import Device, choose

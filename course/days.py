@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import importlib.util
 import os
 import re
 import sys
 import tempfile
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -207,3 +209,57 @@ def load_target(day: int | str) -> ModuleType:
 def versions(module: ModuleType) -> tuple[str, ...]:
     """The host functions a day times and grades, in order (naive first)."""
     return tuple(getattr(module, "VERSIONS", ("naive", "optimized")))
+
+
+# ---- stubs: what the learner has not written yet ------------------------------------------------------
+
+def stub_hint(func) -> str | None:
+    """The NotImplementedError hint if ``func`` (a kernel or host function) is still a stub, or is
+    built by a factory around one: a device function in its closure (day 07 hands a stub tap reader
+    to day 06's window_kernel) is checked the same way."""
+    py_func = getattr(func, "py_func", func)
+    try:
+        source = inspect.getsource(py_func)
+    except (OSError, TypeError):
+        return None
+    if "raise NotImplementedError" not in source:
+        for cell in getattr(py_func, "__closure__", None) or ():
+            inner = cell.cell_contents
+            if inner is not func and hasattr(inner, "py_func"):
+                hint = stub_hint(inner)
+                if hint:
+                    return hint
+        return None
+    return _raised_hint(source)
+
+
+def _raised_hint(source: str) -> str | None:
+    """The message of the first ``raise NotImplementedError("...")`` in a function's source, whole
+    (a hint may hold parentheses and run over several string pieces)."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return "not written yet"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) \
+                and getattr(node.exc.func, "id", None) == "NotImplementedError":
+            args = node.exc.args
+            if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+                return " ".join(args[0].value.split())
+            return "not written yet"
+    return None
+
+
+def unwritten(module: ModuleType, version: str) -> str | None:
+    """"<label> is not written yet: <hint>" while the host function of ``version`` or one of its
+    kernels (``KERNELS`` labels ``version`` and ``version.*``) is still a stub; None once written."""
+    fn = getattr(module, version, None)
+    kernels = getattr(module, "KERNELS", {})
+    # a list, not a dict: a KERNELS label may equal the version's name, and the host function must
+    # still be checked (a stubbed host function around a given kernel)
+    parts = [(version, fn), *((k, v[0]) for k, v in kernels.items() if k == version or k.startswith(version + "."))]
+    for label, func in parts:
+        hint = stub_hint(func) if func is not None else None
+        if hint:
+            return f"{label} is not written yet: {hint}"
+    return None

@@ -12,16 +12,14 @@ with its hint, so the untouched exercise fails all of its day's tests, not only 
 
 from __future__ import annotations
 
-import ast
-import inspect
 import os
-import textwrap
 import zlib
 
 import numpy as np
 import pytest
 
 from course import checking, compiler, days
+from course.days import stub_hint  # noqa: F401  (graders import it from here)
 
 _SESSION_SEED = int(os.environ.get("COURSE_SEED", np.random.SeedSequence().entropy % (2**31)))
 
@@ -29,43 +27,6 @@ _SESSION_SEED = int(os.environ.get("COURSE_SEED", np.random.SeedSequence().entro
 def seed_for(*parts) -> int:
     """A seed that differs per test case and per run, reproducible with COURSE_SEED."""
     return (_SESSION_SEED + zlib.crc32(repr(parts).encode())) % (2**31)
-
-
-def stub_hint(func) -> str | None:
-    """The NotImplementedError hint if ``func`` (a kernel or host function) is still a stub, or is
-    built by a factory around one: a device function in its closure (day 07 hands a stub tap reader
-    to day 06's window_kernel) is checked the same way."""
-    py_func = getattr(func, "py_func", func)
-    try:
-        source = inspect.getsource(py_func)
-    except (OSError, TypeError):
-        return None
-    if "raise NotImplementedError" not in source:
-        for cell in getattr(py_func, "__closure__", None) or ():
-            inner = cell.cell_contents
-            if inner is not func and hasattr(inner, "py_func"):
-                hint = stub_hint(inner)
-                if hint:
-                    return hint
-        return None
-    return _raised_hint(source)
-
-
-def _raised_hint(source: str) -> str | None:
-    """The message of the first ``raise NotImplementedError("...")`` in a function's source, whole
-    (a hint may hold parentheses and run over several string pieces)."""
-    try:
-        tree = ast.parse(textwrap.dedent(source))
-    except SyntaxError:
-        return "not written yet"
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) \
-                and getattr(node.exc.func, "id", None) == "NotImplementedError":
-            args = node.exc.args
-            if args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
-                return " ".join(args[0].value.split())
-            return "not written yet"
-    return None
 
 
 class Grader:
@@ -84,15 +45,11 @@ class Grader:
     def require_implemented(self, *versions: str) -> None:
         """Fail (not skip) with the stub's hint while a version is still unwritten."""
         for version in versions or self.versions:
-            fn = getattr(self.target, version, None)
-            if fn is None:
+            if getattr(self.target, version, None) is None:
                 pytest.fail(f"{self.target.__name__} has no function {version!r}", pytrace=False)
-            # the host function and each of its kernels (a KERNELS label may equal the version's name:
-            # a list, not a dict, so a stubbed host function around a given kernel is still caught)
-            for label, kernel in [(version, fn), *((k, v[0]) for k, v in self.kernels_of(version).items())]:
-                hint = stub_hint(kernel)
-                if hint:
-                    pytest.fail(f"{label} is not written yet: {hint}", pytrace=False)
+            missing = days.unwritten(self.target, version)
+            if missing:
+                pytest.fail(missing, pytrace=False)
 
     def inputs(self, n, *parts):
         seed = seed_for(self.info.slug, n, *parts)
