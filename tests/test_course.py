@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -275,3 +276,34 @@ def test_run_passes_every_option_to_the_engine():
         proc = subprocess.run([sys.executable, "-m", "course", *argv], capture_output=True, text=True, cwd=days.ROOT)
         assert proc.returncode == 0, proc.stderr
         assert "--requests" in proc.stdout and "unrecognized" not in proc.stderr
+
+
+def test_readme_says_which_days_exist_and_how_to_start():
+    text = (days.ROOT / "README.md").read_text()
+    numbers = [d.number for d in days.all_days()]
+    spans, start = [], numbers[0]
+    for a, b in zip(numbers, numbers[1:] + [None]):
+        if b != a + 1:
+            spans.append(f"{start:02d}–{a:02d}" if a != start else f"{a:02d}")
+            start = b
+    intro = text.split("## Quick start")[0]
+    for span in spans:
+        assert span in intro, f"the README's opening should say days {span} exist"
+    assert "## Your first hour" in text and "make check DAY=1" in text and "`make list`" in text
+
+
+def test_make_setup_repoints_a_venv_that_belongs_to_another_clone():
+    import sysconfig
+
+    venv = days.ROOT / ".venv"
+    if Path(sys.prefix).resolve() != venv.resolve():
+        pytest.skip("runs inside the repository's own .venv (make test)")
+    pth = Path(sysconfig.get_paths()["purelib"]) / "gpu_course.pth"
+    before = pth.read_text()
+    try:
+        pth.write_text("/somewhere/else/gpu-course\n")  # as after `cp -r` of a clone
+        proc = subprocess.run(["make", "-s", "setup"], cwd=days.ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert pth.read_text().strip() == str(days.ROOT) and "now points at" in proc.stdout
+    finally:
+        pth.write_text(before)
