@@ -43,7 +43,8 @@ class Grader:
         return {k: v for k, v in kernels.items() if k == version or k.startswith(version + ".")}
 
     def require_implemented(self, *versions: str) -> None:
-        """Fail (not skip) with the stub's hint while a version is still unwritten."""
+        """Fail (not skip) with the stub's hint while a version (every version by default) or another
+        function the learner writes (``g.require_implemented("occupancy")``) is still unwritten."""
         for version in versions or self.versions:
             if getattr(self.target, version, None) is None:
                 pytest.fail(f"{self.target.__name__} has no function {version!r}", pytrace=False)
