@@ -345,8 +345,42 @@ def _bench_table(result) -> Table:
     return table
 
 
+def _print_traffic(info: days.DayInfo, sol, module) -> None:
+    """Each version run once in the simulator at the largest test size: requests, sectors, wavefronts."""
+    from course import traffic
+
+    n = sol.TEST_SIZES[-1]
+    table = Table("version", "kernel", "launches", "ld req", "sectors/ld", "st req", "sectors/st", "bytes moved",
+                  "of minimum", "shared req", "wavefronts/req",
+                  title=f"day {info.number:02d}: memory traffic in the simulator at n={n} "
+                        "(as Nsight Compute counts it)")
+    for version in days.versions(sol):
+        missing = days.unwritten(module, version)
+        if missing:
+            table.add_row(version, escape(f"not written: {missing.split(': ', 1)[1]}"), *[""] * 9)
+            continue
+        try:
+            (measured,) = traffic.measure_day(module, sol, n, versions=[version])
+        except Exception as exc:  # the learner's kernel may fail: say how, keep the other rows
+            table.add_row(version, escape(f"failed: {type(exc).__name__}: {exc}".splitlines()[0][:100]), *[""] * 9)
+            continue
+        if not measured.kernels:
+            table.add_row(version, "(no kernel launched)", *[""] * 9)
+        for k in measured.kernels:
+            share = f"{k.global_bytes / measured.minimum_bytes:.2f}x" if measured.minimum_bytes else ""
+            table.add_row(version, k.name, str(k.launches), str(k.global_load_requests), f"{k.sectors_per_load:.1f}",
+                          str(k.global_store_requests), f"{k.sectors_per_store:.1f}", f"{k.global_bytes:,}", share,
+                          str(k.shared_requests), f"{k.wavefronts_per_request:.2f}" if k.shared_requests else "")
+    console.print(table)
+    console.print("sectors per request: 4 is a coalesced float32 warp, 32 one sector per lane; wavefronts per "
+                  "request: 1 is conflict-free, 32 every lane in one bank")
+
+
 def cmd_bench(args) -> int:
     info = _day(args.day)
+    if args.traffic_only:
+        _print_traffic(info, days.load_solution(info.number), _module(info, args.exercise))
+        return 0
     if not course.ON_GPU:
         from course import compiler
 
@@ -360,7 +394,15 @@ def cmd_bench(args) -> int:
         n = sol.BENCH_SIZES[0]
         console.print(f"at the benchmark size n={n}: minimum traffic {_traffic_text(sol, n)}")
         _compiler_files(args, info, module, reports)
+        if course.DEVICE.kind == "sim":
+            _print_traffic(info, sol, module)
         return 0
+    if args.traffic:  # counted in the simulator, in a process of its own (the choice is made at import)
+        cmd = [sys.executable, "-m", "course", "bench", str(info.number), "--traffic-only"]
+        env = dict(os.environ, COURSE_DEVICE="sim")
+        code = subprocess.run(cmd + (["--exercise"] if args.exercise else []), env=env, cwd=days.ROOT).returncode
+        if code:
+            return code
     from rich.progress import Progress
 
     from course import bench
@@ -538,6 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", metavar="PNG")
     b.add_argument("--json", metavar="FILE")
     b.add_argument("--exercise", action="store_true", help="time (or, without a GPU, inspect) your exercise")
+    b.add_argument("--traffic", action="store_true",
+                   help="on a GPU, also count requests and sectors in the simulator (always shown without one)")
+    b.add_argument("--traffic-only", action="store_true", help=argparse.SUPPRESS)
     b.set_defaults(fn=cmd_bench)
     i = sub.add_parser("inspect", help="what the compiler did with each kernel")
     i.add_argument("day")

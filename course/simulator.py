@@ -383,6 +383,62 @@ def _kernel_array(item: FakeCUDAArray, name: str) -> _KernelArray:
 
 
 # --------------------------------------------------------------------------------------------------
+# Memory traffic (course.traffic counts and reports; here every global and shared element access is
+# handed to the active recorder). Recording swaps the arrays' subscript methods for recording ones
+# and swaps them back after, so a kernel run with no recorder pays nothing.
+
+LOAD, STORE = 0, 1
+_recorder = None  # the active course.traffic recorder, or None
+
+
+def _recording(get, set_, log):
+    # The cheapest record that lets course.traffic group accesses later: who, where, what. One
+    # simulated thread runs at a time, so a plain list append needs no lock.
+    current, frame_of, views = threading.current_thread, sys._getframe, (np.ndarray, np.void, _LocalArray,
+                                                                          _KernelArray)
+
+    def rec_get(self, idx):
+        r = get(self, idx)
+        if not isinstance(r, views):
+            f = frame_of(1)
+            log((current().tid, f.f_code, f.f_lineno, self, idx, LOAD))
+        return r
+
+    def rec_set(self, idx, value):
+        set_(self, idx, value)
+        f = frame_of(1)
+        log((current().tid, f.f_code, f.f_lineno, self, idx, STORE))
+
+    return rec_get, rec_set
+
+
+_RECORDED = ("_KernelArray", "_KernelArray1D", "_SharedArray", "_SharedArray1D")
+
+
+def start_recording(recorder) -> None:
+    """Hand every global and shared element access, and every launch, to ``recorder`` (one at a time)."""
+    global _recorder
+    if _recorder is not None:
+        raise RuntimeError("traffic is already being recorded: course.traffic.record() does not nest")
+    _recorder = recorder
+    for name in _RECORDED:
+        cls = globals()[name]
+        cls._plain = (cls.__dict__["__getitem__"], cls.__dict__["__setitem__"])
+        cls.__getitem__, cls.__setitem__ = _recording(*cls._plain, recorder.log.append)
+
+
+def stop_recording() -> None:
+    global _recorder
+    for name in _RECORDED:
+        cls = globals()[name]
+        plain = cls.__dict__.get("_plain")
+        if plain is not None:
+            cls.__getitem__, cls.__setitem__ = plain
+            del cls._plain
+    _recorder = None
+
+
+# --------------------------------------------------------------------------------------------------
 # Shared memory and its race detector.
 #
 # Shared memory is per block and lives until the block ends, so each simulated block gets fresh
@@ -528,6 +584,35 @@ def _race_error(arr, idx, kind: int, conflict, t) -> SharedMemoryRace:
     return SharedMemoryRace(f"{_who(t)} {doing} {where}, {what} (a shared-memory race): {fix}")
 
 
+def _shared_get(self, idx):
+    if _has_negative(idx):
+        raise _negative_index(self, idx, False)
+    try:
+        r = self._a[idx]
+    except IndexError:
+        if _all_ints(idx):
+            raise _out_of_bounds(self, idx, False) from None
+        raise
+    if isinstance(r, np.ndarray):
+        return self._view(r, idx)
+    if _all_ints(idx):
+        _track(self, self._key(idx), idx, _READ)
+    return r
+
+
+def _shared_set(self, idx, value):
+    if _has_negative(idx):
+        raise _negative_index(self, idx, True)
+    try:
+        self._a[idx] = value
+    except IndexError:
+        if _all_ints(idx):
+            raise _out_of_bounds(self, idx, True) from None
+        raise
+    if _all_ints(idx) and (len(idx) if idx.__class__ is tuple else 1) == self._a.ndim:
+        _track(self, self._key(idx), idx, _WRITE)
+
+
 class _SharedArray(_LocalArray):
     """A ``cuda.shared.array`` of one block: checked indexes, and every element access recorded."""
 
@@ -549,32 +634,8 @@ class _SharedArray(_LocalArray):
             return key
         return self._b0 + int(idx) * self._strides[0]
 
-    def __getitem__(self, idx):
-        if _has_negative(idx):
-            raise _negative_index(self, idx, False)
-        try:
-            r = self._a[idx]
-        except IndexError:
-            if _all_ints(idx):
-                raise _out_of_bounds(self, idx, False) from None
-            raise
-        if isinstance(r, np.ndarray):
-            return self._view(r, idx)
-        if _all_ints(idx):
-            _track(self, self._key(idx), idx, _READ)
-        return r
-
-    def __setitem__(self, idx, value):
-        if _has_negative(idx):
-            raise _negative_index(self, idx, True)
-        try:
-            self._a[idx] = value
-        except IndexError:
-            if _all_ints(idx):
-                raise _out_of_bounds(self, idx, True) from None
-            raise
-        if _all_ints(idx) and (len(idx) if idx.__class__ is tuple else 1) == self._a.ndim:
-            _track(self, self._key(idx), idx, _WRITE)
+    __getitem__ = _shared_get
+    __setitem__ = _shared_set
 
     def _view(self, r, idx):
         base = self._a.__array_interface__["data"][0] - self._b0
@@ -599,7 +660,7 @@ class _SharedArray1D(_SharedArray):
                 raise _out_of_bounds(self, i, False) from None
             _track(self, self._b0 + i * self._s0, i, _READ)
             return r
-        return _SharedArray.__getitem__(self, i)
+        return _shared_get(self, i)
 
     def __setitem__(self, i, value):
         if i.__class__ is int and i >= 0:
@@ -609,7 +670,7 @@ class _SharedArray1D(_SharedArray):
                 raise _out_of_bounds(self, i, True) from None
             _track(self, self._b0 + i * self._s0, i, _WRITE)
             return
-        _SharedArray.__setitem__(self, i, value)
+        _shared_set(self, i, value)
 
 
 def _shared_array(a: np.ndarray, name: str, tracker: _RaceTracker, table: dict, byte0: int):
@@ -815,6 +876,10 @@ class _Block:
         return out
 
     def run(self, grid_point, *args):
+        if _recorder is not None:  # blocks run one after another: a marker starts each
+            if not any(grid_point):
+                _recorder.log.append(self.kernel_name)  # the launch's first block
+            _recorder.log.append((None, grid_point))
         self.blockIdx = Dim3(*grid_point)
         self.args = self._kernel_args(args)
         bx, by, bz = self.block_dim
@@ -1379,6 +1444,10 @@ def _atomic_target(array, index):
     if isinstance(array, (_LocalArray, _KernelArray)):
         if _has_negative(index):
             raise _negative_index(array, index, True)
+        if _recorder is not None and isinstance(array, (_KernelArray, _SharedArray)):
+            f, t = sys._getframe(2), threading.current_thread()  # the kernel, past the atomic's wrapper
+            _recorder.log.append((t.tid, f.f_code, f.f_lineno, array, index, LOAD))
+            _recorder.log.append((t.tid, f.f_code, f.f_lineno, array, index, STORE))
         if isinstance(array, _SharedArray) and _all_ints(index):
             try:
                 array._a[index]
