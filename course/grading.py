@@ -67,6 +67,19 @@ class Grader:
         if not report.ok:
             raise checking.MismatchError(f"{report.text}\n  (inputs: make_inputs({n!r}, seed={seed}))")
 
+    def traffic(self, version: str, n=None):
+        """The memory traffic of the target's ``version`` run once in the simulator at size ``n`` (the
+        largest test size by default), summed over its kernels (course.traffic). Simulator only: on a
+        GPU the test is skipped (Nsight Compute counts the same there)."""
+        from course import ON_GPU, traffic
+
+        if ON_GPU:
+            pytest.skip("memory traffic is counted in the simulator; on a GPU, Nsight Compute counts it")
+        self.require_implemented(version)
+        n = n if n is not None else self.solution.TEST_SIZES[-1]
+        (measured,) = traffic.measure_day(self.target, self.solution, n, versions=[version])
+        return measured.total
+
     def report(self, label: str) -> compiler.KernelReport:
         """The compiler's report on the target's kernel ``label`` (see course.compiler)."""
         version = label.split(".")[0]

@@ -47,3 +47,12 @@ def test_optimized_keeps_several_loads_in_flight():
 def test_optimized_large():
     """A matrix several times the L2, with awkward sides: every block edge is exercised."""
     g.run_and_compare("optimized", (4099, 8191))
+
+
+def test_the_2d_walk_reads_a_third_of_the_sectors_per_request_or_fewer():
+    """A warp along a row (x the column index) reads consecutive floats: ~4 sectors a request; a warp
+    down the rows (one row a thread) touches one sector per lane."""
+    naive, opt = g.traffic("naive"), g.traffic("optimized")
+    assert opt.sectors_per_load <= naive.sectors_per_load / 3, (
+        f"optimized: {opt.sectors_per_load:.1f} sectors per load request against naive's "
+        f"{naive.sectors_per_load:.1f}: cuda.grid(2)'s x, the fastest thread index, should walk the columns")

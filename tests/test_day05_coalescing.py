@@ -53,3 +53,13 @@ def test_optimized_large():
     """2^24 + 3 particles: several times the L2."""
     g.run_and_compare("optimized", (1 << 24) + 3)
     g.run_and_compare("naive", (1 << 24) + 3)
+
+
+def test_soa_reads_a_third_of_the_sectors_per_request_or_fewer():
+    """The lesson's point, counted as the hardware counts it: a warp reading one field of 32 structs
+    of 32 bytes touches 32 sectors; of a struct of arrays, 4 (5 when the row does not start on a
+    sector)."""
+    naive, opt = g.traffic("naive"), g.traffic("optimized")
+    assert opt.sectors_per_load <= naive.sectors_per_load / 3, (
+        f"optimized: {opt.sectors_per_load:.1f} sectors per load request against naive's "
+        f"{naive.sectors_per_load:.1f}: lanes next to each other should read fields next to each other")

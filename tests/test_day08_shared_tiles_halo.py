@@ -39,3 +39,13 @@ def test_naive_reads_neighbours_from_global_memory():
 @pytest.mark.gpu
 def test_optimized_at_benchmark_scale():
     g.run_and_compare("optimized", (1 << 24) + 7)
+
+
+def test_the_window_reads_from_the_tile_are_conflict_free():
+    """Lane t reads tile word OUTPUTS_PER_THREAD * t + q: with an odd count the 32 lanes hit 32 banks,
+    one wavefront a request (an even count would serialise them)."""
+    opt = g.traffic("optimized")
+    assert opt.shared_requests > 0, "optimized: no shared-memory requests: stage the tile in shared memory"
+    assert opt.wavefronts_per_request <= 1.1, (
+        f"optimized: {opt.wavefronts_per_request:.2f} wavefronts per shared request: lanes of a warp "
+        "hit the same bank (a stride with a factor in common with 32)")
