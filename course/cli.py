@@ -350,8 +350,8 @@ def _print_traffic(info: days.DayInfo, sol, module) -> None:
     from course import traffic
 
     n = sol.TEST_SIZES[-1]
-    table = Table("version", "kernel", "launches", "ld req", "sectors/ld", "st req", "sectors/st", "bytes moved",
-                  "of minimum", "shared req", "wavefronts/req",
+    table = Table("version", "kernel", "launches", "ld req", "sectors/ld", "st req", "sectors/st", "sector bytes",
+                  "x minimum", "shared req", "wavefronts/req",
                   title=f"day {info.number:02d}: memory traffic in the simulator at n={n} "
                         "(as Nsight Compute counts it)")
     for version in days.versions(sol):

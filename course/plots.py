@@ -45,3 +45,25 @@ def compiler_chart(reports: dict, path=None, title: str = "what the compiler did
     if path:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def traffic_chart(measured: list, path=None, title: str = "memory traffic, counted in the simulator"):
+    """Per version: sectors per global load and store request, and wavefronts per shared request
+    (course.traffic.measure_day's result). The dashed lines are the ideal: 4 sectors for a warp of
+    float32, 1 wavefront."""
+    names = [m.version for m in measured]
+    panels = [("sectors per load request", [m.total.sectors_per_load for m in measured], 4),
+              ("sectors per store request", [m.total.sectors_per_store for m in measured], 4),
+              ("wavefronts per shared request", [m.total.wavefronts_per_request for m in measured], 1)]
+    fig, axes = plt.subplots(1, 3, figsize=(10, 2.8))
+    for ax, (label, values, ideal) in zip(axes, panels):
+        bars = ax.bar(names, values, color="#3b7dd8")
+        ax.axhline(ideal, color="#888", linestyle="--", linewidth=1)
+        for bar, v in zip(bars, values):
+            ax.text(bar.get_x() + bar.get_width() / 2, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
+        ax.set_title(label, fontsize=9)
+    fig.suptitle(title)
+    fig.tight_layout()
+    if path:
+        fig.savefig(path, dpi=120)
+    return fig

@@ -307,3 +307,16 @@ def test_make_setup_repoints_a_venv_that_belongs_to_another_clone():
         assert pth.read_text().strip() == str(days.ROOT) and "now points at" in proc.stdout
     finally:
         pth.write_text(before)
+
+
+def test_bench_without_a_gpu_counts_the_traffic_of_each_version():
+    if course.ON_GPU:
+        pytest.skip("with a GPU, bench times the kernels; --traffic counts in the simulator")
+    proc = subprocess.run([sys.executable, "-m", "course", "bench", "5"], capture_output=True, text=True,
+                          cwd=days.ROOT, env=dict(os.environ, COLUMNS="250"))
+    assert proc.returncode == 0, proc.stderr
+    assert "memory traffic in the simulator" in proc.stdout
+    assert "energy_aos_kernel" in proc.stdout and "energy_soa_kernel" in proc.stdout
+    exercise = subprocess.run([sys.executable, "-m", "course", "bench", "5", "--exercise"], capture_output=True,
+                              text=True, cwd=days.ROOT)
+    assert exercise.returncode == 0 and "not written" in exercise.stdout
