@@ -391,9 +391,11 @@ LOAD, STORE = 0, 1
 _recorder = None  # the active course.traffic recorder, or None
 
 
-def _recording(get, set_, log):
-    # The cheapest record that lets course.traffic group accesses later: who, where, what. One
-    # simulated thread runs at a time, so a plain list append needs no lock.
+def _recording(cls, log):
+    """Recording subscript methods for one array class: who (thread id), where (code, line), what
+    (array, index, LOAD or STORE), the cheapest record course.traffic can group later. One simulated
+    thread runs at a time, so a plain list append needs no lock."""
+    get, set_ = cls._plain
     current, frame_of, views = threading.current_thread, sys._getframe, (np.ndarray, np.void, _LocalArray,
                                                                           _KernelArray)
 
@@ -409,7 +411,23 @@ def _recording(get, set_, log):
         f = frame_of(1)
         log((current().tid, f.f_code, f.f_lineno, self, idx, STORE))
 
-    return rec_get, rec_set
+    if cls is not _KernelArray1D:
+        return rec_get, rec_set
+
+    def rec_get_1d(self, i):
+        # the common case, a global array and a plain non-negative int: _fast_get's body inlined (a
+        # Python call is a good part of an access's cost in the simulator)
+        if i.__class__ is int and i >= 0:
+            try:
+                r = self._a[i]
+            except IndexError:
+                raise _out_of_bounds(self, i, False) from None
+            f = frame_of(1)
+            log((current().tid, f.f_code, f.f_lineno, self, i, LOAD))
+            return r
+        return rec_get(self, i)
+
+    return rec_get_1d, rec_set
 
 
 _RECORDED = ("_KernelArray", "_KernelArray1D", "_SharedArray", "_SharedArray1D")
@@ -424,7 +442,7 @@ def start_recording(recorder) -> None:
     for name in _RECORDED:
         cls = globals()[name]
         cls._plain = (cls.__dict__["__getitem__"], cls.__dict__["__setitem__"])
-        cls.__getitem__, cls.__setitem__ = _recording(*cls._plain, recorder.log.append)
+        cls.__getitem__, cls.__setitem__ = _recording(cls, recorder.log.append)
 
 
 def stop_recording() -> None:
