@@ -30,8 +30,8 @@ module groups and counts. Recording needs the simulator: on a GPU, Nsight Comput
 
 Checked against Nsight Compute on an H200 (``tools/traffic_vs_ncu.py``, the largest test size):
 requests and sectors equal to the unit for days 01, 02 and 05 and for day 17's global traffic, and
-shared wavefronts equal for days 08 and 17; day 08's kernels differ by under 2 % (the compiler
-merges a few of the tiled kernel's edge loads). Nsight's shared *request* count
+shared wavefronts equal for days 08 and 17; day 08's other counts differ by under 2 % (cause not
+yet traced: 522 load requests here against 516 for the tiled kernel). Nsight's shared *request* count
 (``smsp__inst_executed_op_shared_*``) also counts warps whose lanes are all predicated off, which
 move nothing (day 17's tree: 1005 there, 225 here, both 225 wavefronts); here such a warp is absent.
 A plain kernel runs about 1.45x slower while recording (a vector add, 4096 threads); one that does
