@@ -237,6 +237,10 @@ def _checked_set(self, idx, value):
         if _all_ints(idx):
             raise _out_of_bounds(self, idx, True) from None
         raise
+    except TypeError:
+        if value is _unwrap(value):
+            raise
+        self._a[idx] = _unwrap(value)  # a record read from an array (f[1] = f[0]): copy the record
 
 
 def _fast_get(self, i):
@@ -627,6 +631,10 @@ def _shared_set(self, idx, value):
         if _all_ints(idx):
             raise _out_of_bounds(self, idx, True) from None
         raise
+    except TypeError:
+        if value is _unwrap(value):
+            raise
+        self._a[idx] = _unwrap(value)  # a record read from an array (s[1] = s[0]): copy the record
     if _all_ints(idx) and (len(idx) if idx.__class__ is tuple else 1) == self._a.ndim:
         _track(self, self._key(idx), idx, _WRITE)
 
@@ -791,11 +799,12 @@ class _Warp:
 class _Episode:
     """One warp intrinsic call, met by every lane its mask names that is still alive."""
 
-    __slots__ = ("op", "mask", "arrived", "payload", "results")
+    __slots__ = ("op", "mask", "site", "arrived", "payload", "results")
 
-    def __init__(self, op: str, mask: int):
+    def __init__(self, op: str, mask: int, site=None):
         self.op = op
         self.mask = mask
+        self.site = site  # activemask() only: lanes at different call sites are not converged
         self.arrived = 0
         self.payload: dict = {}
         self.results: dict = {}
@@ -1093,11 +1102,12 @@ class _Block:
         with self.lock:
             if self.error is not None:
                 raise _Abort
+            at = site if op == "activemask" else None
             for ep in warp.pending:
-                if ep.op == op and ep.mask == mask and not ep.arrived & bit:
+                if ep.op == op and ep.mask == mask and ep.site == at and not ep.arrived & bit:
                     break
             else:
-                ep = _Episode(op, mask)
+                ep = _Episode(op, mask, at)
                 warp.pending.append(ep)
             ep.arrived |= bit
             ep.payload[lane] = payload
@@ -1273,7 +1283,9 @@ def _match_any(ep: _Episode) -> dict:
 
 def _match_all(ep: _Episode) -> dict:
     same = len({_bit_pattern(v) for v in ep.payload.values()}) == 1
-    r = (_as_int32(ep.mask if same else 0), same)  # match.all gives back the member mask
+    # match.all gives back the lanes that took part: the mask's lanes that are alive (in a partial warp
+    # a full mask names lanes that do not exist)
+    r = (_as_int32(ep.arrived if same else 0), same)
     return dict.fromkeys(ep.payload, r)
 
 

@@ -502,3 +502,35 @@ def test_syncwarp_with_a_subset_mask(block):
     partner = np.where((t ^ 2) < n, np.arange(x.size) - t + (t ^ 2), np.arange(x.size))
     np.testing.assert_array_equal(out[even], x[partner][even])
     assert (out[~even] == -1).all()
+
+
+# ---- cases an H200 answered (numba-cuda 0.30.4): the simulator must give the same
+
+
+@cuda.jit
+def activemask_divergent(out):
+    i = cuda.threadIdx.x
+    if i % 2 == 0:
+        out[i] = cuda.activemask()
+    else:
+        out[i] = cuda.activemask()
+
+
+def test_activemask_in_divergent_branches_names_each_branchs_lanes():
+    out = np.zeros(WARP, np.uint32)
+    activemask_divergent[1, WARP](out)
+    assert (out[0::2] == 0x55555555).all() and (out[1::2] == 0xAAAAAAAA).all(), [hex(v) for v in out]
+
+
+@cuda.jit
+def match_all_full_mask(out, pred):
+    i = cuda.threadIdx.x
+    m, p = cuda.match_all_sync(0xFFFFFFFF, 7)
+    out[i] = m
+    pred[i] = p
+
+
+def test_match_all_in_a_partial_warp_returns_the_lanes_that_exist():
+    out, pred = np.zeros(10, np.int32), np.zeros(10, np.int32)
+    match_all_full_mask[1, 10](out, pred)
+    assert (out == 0x3FF).all() and (pred == 1).all(), (out, pred)
