@@ -7,7 +7,7 @@ DAY ?=
 VERSION ?=
 COURSE := $(PY) -m course
 
-.PHONY: setup run test check bench inspect progress list notebooks exercises lint clean
+.PHONY: setup run test test-peer check bench inspect progress list notebooks exercises lint clean
 
 setup: $(STAMP)
 	@$(PY) -c "$$REPAIR_PTH"
@@ -39,6 +39,11 @@ run: setup            ## the destination: the serving engine on the paged KV cac
 
 test: setup           ## every day's reference solution against its grader
 	@$(PY) -m pytest -q -n auto --dist loadfile
+
+test-peer: setup      ## numba-cuda's own simulator tests, with the course's simulator additions (course/peer.py)
+	@$(PY) -m pytest -p course.peer --pyargs numba.cuda.tests.cudapy numba.cuda.tests.cudasim \
+	  numba.cuda.tests.doc_examples numba.cuda.tests.cudadrv numba.cuda.tests.nrt -q -n 2 --dist loadfile \
+	  -p no:cacheprovider -o addopts="" -o consider_namespace_packages=true -W ignore
 
 check: setup          ## grade your exercise: make check DAY=6 [VERSION=naive]
 	@$(COURSE) check $(DAY) $(if $(VERSION),--version $(VERSION))

@@ -190,7 +190,8 @@ def _negative_index(arr, idx, writing: bool) -> NegativeIndex:
     return NegativeIndex(
         f"{_who(t)} {verb} {arr._name} at index [{_fmt_index(idx)}]: a negative index (Numba would "
         f"silently use the far end of the array, CUDA C memory before it); guard the index, "
-        f"e.g. `if i >= 1:` before using `i - 1`"
+        f"e.g. `if i >= 1:` before using `i - 1`. (A course rule, stricter than the GPU: numba-cuda runs "
+        f"a[-1] there as Python does, but a kernel's negative index is almost always an off-by-one.)"
     )
 
 
@@ -237,7 +238,7 @@ def _checked_set(self, idx, value):
         if _all_ints(idx):
             raise _out_of_bounds(self, idx, True) from None
         raise
-    except TypeError:
+    except (TypeError, ValueError):  # NumPy's words for "a wrapper is not a record"
         if value is _unwrap(value):
             raise
         self._a[idx] = _unwrap(value)  # a record read from an array (f[1] = f[0]): copy the record
@@ -519,7 +520,8 @@ def _other_conflict(accessors: dict | None, t) -> int:
 _READ, _WRITE, _ATOMIC = 0, 1, 2
 
 
-def _track(arr, key: int, idx, kind: int):
+def _track(arr, key: int, idx, kind: int, same=False):
+    """Record one access; ``same``: a write that stores the value the element already holds."""
     t = threading.current_thread()
     me = t.tid
     clock = len(t.warp.syncs)
@@ -545,6 +547,10 @@ def _track(arr, key: int, idx, kind: int):
         elif kind == _WRITE:
             reader = _other_conflict(rec[2], t)
             other = _other_conflict(rec[3], t)
+            if same and reader < 0 and other < 0:
+                # several threads storing one value (a flag): whichever lands last, the word holds
+                # it, so the write-write race is harmless and not reported
+                writer = -1
             if writer < 0 and reader < 0 and other < 0:
                 rec[0], rec[1] = me, clock
                 return
@@ -626,17 +632,18 @@ def _shared_set(self, idx, value):
     if _has_negative(idx):
         raise _negative_index(self, idx, True)
     try:
+        old = self._a[idx] if _all_ints(idx) and self._a.dtype.fields is None else None
         self._a[idx] = value
     except IndexError:
         if _all_ints(idx):
             raise _out_of_bounds(self, idx, True) from None
         raise
-    except TypeError:
+    except (TypeError, ValueError):  # NumPy's words for "a wrapper is not a record"
         if value is _unwrap(value):
             raise
         self._a[idx] = _unwrap(value)  # a record read from an array (s[1] = s[0]): copy the record
     if _all_ints(idx) and (len(idx) if idx.__class__ is tuple else 1) == self._a.ndim:
-        _track(self, self._key(idx), idx, _WRITE)
+        _track(self, self._key(idx), idx, _WRITE, same=bool(old == self._a[idx]) if old is not None else False)
 
 
 class _SharedArray(_LocalArray):
@@ -690,11 +697,13 @@ class _SharedArray1D(_SharedArray):
 
     def __setitem__(self, i, value):
         if i.__class__ is int and i >= 0:
+            a = self._a
             try:
-                self._a[i] = value
+                old = a[i]
+                a[i] = value
             except IndexError:
                 raise _out_of_bounds(self, i, True) from None
-            _track(self, self._b0 + i * self._s0, i, _WRITE)
+            _track(self, self._b0 + i * self._s0, i, _WRITE, old == a[i])
             return
         _shared_set(self, i, value)
 
@@ -1179,7 +1188,9 @@ class _Block:
                 f"{_who(first)} waits at cuda.syncthreads() ({_where(first.site)}), but thread "
                 f"{_dim3(gone.threadIdx)} exited the kernel without reaching it: every thread of a "
                 f"block must reach every barrier; instead of returning early (or syncing inside an "
-                f"`if` that only some threads take), guard the work and keep the barrier outside it"
+                f"`if` that only some threads take), guard the work and keep the barrier outside it. "
+                f"(A course rule: the CUDA programming guide leaves such a barrier undefined; an H200 "
+                f"runs it when whole warps return, but code that relies on it breaks elsewhere.)"
             ))
             return
         other = next((s for s in waiting if s.site != first.site), None)

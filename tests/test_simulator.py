@@ -231,6 +231,7 @@ def test_negative_index_into_global_memory(order):
     msg = str(info.value)
     assert "kernel 'stencil_without_guard', block (0, 0, 0), thread (0, 0, 0) reads array 'x'" in msg
     assert "at index [-1]" in msg and "guard the index" in msg
+    assert "A course rule, stricter than the GPU" in msg  # the learner is told it is a teaching check
 
 
 @cuda.jit
@@ -314,6 +315,7 @@ def test_barrier_inside_a_branch(order):
     msg = str(info.value)
     assert "waits at cuda.syncthreads() (test_simulator.py:" in msg
     assert "exited the kernel without reaching it" in msg
+    assert "A course rule: the CUDA programming guide leaves such a barrier undefined" in msg
     reached, missed = msg.split("thread (")[1], msg.split("but thread (")[1]
     assert int(reached.split(",")[0]) < 16 <= int(missed.split(",")[0])
 
@@ -715,3 +717,25 @@ def test_install_is_idempotent():
     with pytest.raises(ValueError):
         with thread_order("sideways"):
             pass
+
+
+@cuda.jit
+def every_thread_sets_the_flag(x, out, value_per_thread):
+    flag = cuda.shared.array(1, int32)
+    t = cuda.threadIdx.x
+    if t == 0:
+        flag[0] = 0
+    cuda.syncthreads()
+    if x[t] > 0:
+        flag[0] = t if value_per_thread else 1  # a flag: with one value, whoever lands last is right
+    cuda.syncthreads()
+    out[t] = flag[0]
+
+
+def test_threads_storing_one_value_in_a_word_is_not_a_race(order):
+    x = np.ones(64, np.float32)
+    out = np.zeros(64, np.int32)
+    every_thread_sets_the_flag[1, 64](x, out, False)
+    assert (out == 1).all()
+    with pytest.raises(SharedMemoryRace, match="also wrote since the last barrier"):
+        every_thread_sets_the_flag[1, 64](x, out, True)  # different values: which survives is undefined
