@@ -1,11 +1,12 @@
 """course.notebook: a notebook's TARGET switch runs the learner's kernels, and a stub shows its hint."""
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 import course
 from course import days, notebook
+
+nbformat = pytest.importorskip("nbformat", reason="executing notebooks needs nbformat and nbclient (requirements.txt)")
+NotebookClient = pytest.importorskip("nbclient", reason="executing notebooks needs nbclient").NotebookClient
 
 
 def _run(number, target):
