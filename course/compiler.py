@@ -42,6 +42,8 @@ PATTERNS = {
     "shfl.sync": r"shfl\.sync\b",
     "bar.sync": r"(?:bar\.sync|barrier\.sync|bar\.warp\.sync)\b",
     "atom": r"(?:atom|red)\.",
+    "atom.shared": r"(?:atom|red)\.shared\b",  # of "atom": the ones on shared memory
+    "bar.warp.sync": r"bar\.warp\.sync\b",  # of "bar.sync": cuda.syncwarp()
     "vector ld/st": r"(?:ld|st)\.\w+(?:\.\w+)*\.v[248]\b",
 }
 

@@ -392,7 +392,7 @@ def _kernel_array(item: FakeCUDAArray, name: str) -> _KernelArray:
 # handed to the active recorder). Recording swaps the arrays' subscript methods for recording ones
 # and swaps them back after, so a kernel run with no recorder pays nothing.
 
-LOAD, STORE = 0, 1
+LOAD, STORE, ATOMIC = 0, 1, 2  # an atomic counts as a load and a store request
 _recorder = None  # the active course.traffic recorder, or None
 
 
@@ -1487,8 +1487,7 @@ def _atomic_target(array, index):
             raise _negative_index(array, index, True)
         if _recorder is not None and isinstance(array, (_KernelArray, _SharedArray)):
             f, t = sys._getframe(2), threading.current_thread()  # the kernel, past the atomic's wrapper
-            _recorder.log.append((t.tid, f.f_code, f.f_lineno, array, index, LOAD))
-            _recorder.log.append((t.tid, f.f_code, f.f_lineno, array, index, STORE))
+            _recorder.log.append((t.tid, f.f_code, f.f_lineno, array, index, ATOMIC))
         if isinstance(array, _SharedArray) and _all_ints(index):
             try:
                 array._a[index]

@@ -128,6 +128,7 @@ class Recording:
 
     def _count(self) -> list[KernelTraffic]:
         from course import simulator
+        from course.simulator import ATOMIC, LOAD, STORE
 
         shared_cls = simulator._SharedArray
         names: list[str] = []
@@ -145,7 +146,7 @@ class Recording:
             if len(entry) == 2:  # (None, the block's index): a block starts
                 block = entry[1]
                 continue
-            tid, code, line, arr, idx, kind = entry
+            tid, code, line, arr, idx, what = entry
             o = origins.get(id(arr))
             if o is None:
                 keep.append(arr)
@@ -158,16 +159,23 @@ class Recording:
             for i, st in zip(index, strides):
                 start += i * st
             unit = 4 if shared else SECTOR
-            key = (launch, block, tid, code, line, alloc, kind)
-            k = executions.get(key, 0)
-            executions[key] = k + 1
-            req = (launch, block, tid >> 5, code, line, alloc, kind, k)
-            got = requests.get(req)
-            if got is None:
-                got = requests[req] = set()
-                if shared:
-                    shared_requests.add(req)
-            got.update(range(start // unit, (start + size - 1) // unit + 1))
+            units = range(start // unit, (start + size - 1) // unit + 1)
+            for kind in ((LOAD, STORE) if what == ATOMIC else (what,)):
+                key = (launch, block, tid, code, line, alloc, kind)
+                k = executions.get(key, 0)
+                executions[key] = k + 1
+                req = (launch, block, tid >> 5, code, line, alloc, kind, k)
+                got = requests.get(req)
+                if got is None:
+                    # a shared atomic keeps every lane's words: lanes on one address are served one
+                    # after another, not broadcast
+                    got = requests[req] = [] if (shared and what == ATOMIC) else set()
+                    if shared:
+                        shared_requests.add(req)
+                if got.__class__ is list:
+                    got.extend(units)
+                else:
+                    got.update(units)
         out: dict[str, KernelTraffic] = {}
         for name in names:
             out.setdefault(name, KernelTraffic(name)).launches += 1
@@ -176,7 +184,7 @@ class Recording:
             if req in shared_requests:
                 k.shared_requests += 1
                 k.shared_wavefronts += wavefronts(units)
-            elif req[6] == 0:
+            elif req[6] == LOAD:
                 k.global_load_requests += 1
                 k.global_load_sectors += len(units)
             else:
@@ -207,7 +215,8 @@ class Recording:
 
 
 def wavefronts(words) -> int:
-    """Shared-memory wavefronts for one request touching these distinct 4-byte words."""
+    """Shared-memory wavefronts for one request touching these 4-byte words: a set (distinct words,
+    lanes on one word share it) or, for an atomic, a list (every lane's word: one pass each)."""
     per_bank: dict[int, int] = {}
     for w in words:
         b = w % BANKS

@@ -172,9 +172,10 @@ def test_an_atomic_is_a_load_and_a_store_request():
     assert (k.global_load_requests, k.global_load_sectors) == (2, 4 + 1)  # the keys, and the bins
     assert (k.global_store_requests, k.global_store_sectors) == (1, 1)
     k = one(histogram_shared, 1, 32, keys, np.zeros(8, np.int32))
-    # shared: the zeroing store, the atomic's load and store (8 words, 4 lanes each: one word a bank),
-    # the final read; global: keys, and the bins' atomic load and store
-    assert (k.shared_requests, k.shared_wavefronts) == (4, 4)
+    # shared: the zeroing store (1), the atomic's load and store (8 words in 8 banks, 4 lanes on each:
+    # lanes on one address are served one after another, 4 each), the final read (1); global: keys,
+    # and the bins' atomic load and store
+    assert (k.shared_requests, k.shared_wavefronts) == (4, 1 + 4 + 4 + 1)
     assert (k.global_load_requests, k.global_store_requests) == (2, 1)
 
 
