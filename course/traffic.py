@@ -22,7 +22,8 @@ profiler would show for the same kernel:
   is asked for, and at least the request's distinct bytes / 128: lanes reading one word share it (a
   broadcast). 32 consecutive float32: 1; a column of a 32 x 32 float32 tile: 32; of a 32 x 33 tile: 1;
   32 consecutive float64: 2;
-- an atomic counts as a load and a store request; local memory is not counted (``course.compiler``
+- an atomic counts as a load and a store request; on shared memory its lanes on one word are served
+  one after another (each a wavefront, no broadcast); local memory is not counted (``course.compiler``
   shows stack frames and spills).
 
 The simulator records (course.simulator hands every access here while a recording is active); this
