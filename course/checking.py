@@ -84,7 +84,8 @@ def compare(got, expected, *, rtol: float | None = None, floor: float | None = N
 
     scale = np.max(np.abs(e[np.isfinite(e)])) if np.isfinite(e).any() else 1.0
     floor = max(scale * (FLOOR if floor is None else floor), np.finfo(np.float64).tiny) if rtol else 1.0
-    diff = np.abs(g - e)
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: equal infinities are zeroed next
+        diff = np.abs(g - e)
     diff[np.isnan(g) & np.isnan(e)] = 0.0
     same_inf = np.isinf(e) & (g == e)
     diff[same_inf] = 0.0
