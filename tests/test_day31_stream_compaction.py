@@ -1,0 +1,156 @@
+"""Day 31 grader: stream compaction, x[x > threshold] in order. A global atomic counter (the set is
+right, the order is not: compared sorted), flags + block scan + scatter (stable, two passes), and one
+pass with warp ballots and a decoupled look-back between tiles (stable)."""
+
+import numpy as np
+import pytest
+
+from course import ON_GPU, checking, cuda
+from course.grading import Grader
+
+g = Grader(31)
+sol = g.solution
+ORDERED = [v for v in sol.VERSIONS if v not in sol.UNORDERED]
+
+# Compaction moves values, it computes none: every kept element must come out bit for bit.
+test_matches_reference = g.matches_reference(versions=["optimized"], rtol=0.0)
+test_scan_matches_reference = g.matches_reference(sol.SCAN_SIZES, versions=["scan"], rtol=0.0)
+test_hard_inputs = g.matches_reference(sol.HARD_CASES, versions=ORDERED, rtol=0.0)
+test_hard_inputs_over_tiles = g.matches_reference(sol.TILE_CASES, versions=["optimized"], rtol=0.0)
+test_rejects_bad_inputs = g.rejects_bad_inputs(
+    extra_cases={
+        "two-dimensional": lambda xs: (np.ascontiguousarray(xs[0][None, :]),) + xs[1:],
+        "threshold-array": lambda xs: (xs[0], np.array([xs[1]], dtype=np.float32)),
+        "threshold-none": lambda xs: (xs[0], None),
+    }
+)
+
+
+def _sorted_compare(version, n):
+    g.require_implemented(version)
+    inputs, seed = g.inputs(n, version, "sorted")
+    got = checking.to_host(getattr(g.target, version)(*inputs))
+    report = checking.compare(np.sort(got), np.sort(sol.reference(*inputs)), rtol=0.0,
+                              name=f"{version}(n={n}), both sorted")
+    assert report.ok, f"{report.text}\n  (inputs: make_inputs({n!r}, seed={seed}))"
+
+
+@pytest.mark.parametrize("n", sol.TEST_SIZES + sol.HARD_CASES + sol.TILE_CASES, ids=str)
+@pytest.mark.parametrize("version", sol.UNORDERED)
+def test_unordered_version_keeps_the_right_set(version, n):
+    """The atomic counter hands out slots in whatever order the threads arrive: the output is the
+    right multiset of values, in some order. Compared after sorting both."""
+    _sorted_compare(version, n)
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse"])
+@pytest.mark.parametrize("version", ORDERED)
+def test_order_survives_any_thread_schedule(version, order):
+    """Stability may not depend on which thread runs first: the simulator runs the threads of each block
+    in reverse as well (an offset taken from an atomic comes out in arrival order)."""
+    if ON_GPU:
+        pytest.skip("the thread order is the simulator's to choose; on a GPU the scheduler picks it")
+    from course.simulator import thread_order
+
+    with thread_order(order):
+        g.run_and_compare(version, 4097 if version == "optimized" else 1031, rtol=0.0, parts=(order,))
+
+
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_device_in_device_out(version):
+    """A device array in: the result stays on the device (a device array of the kept length)."""
+    g.require_implemented(version)
+    (x, threshold), _ = g.inputs(1000, version, "device")
+    got = getattr(g.target, version)(cuda.to_device(x), threshold)
+    assert not isinstance(got, np.ndarray), f"{version}: a device array in must give a device array out"
+    expected = sol.reference(x, threshold)
+    host = checking.to_host(got)
+    if version in sol.UNORDERED:
+        host, expected = np.sort(host), np.sort(expected)
+    checking.assert_matches(host, expected, rtol=0.0, name=f"{version}(device)")
+
+
+def test_look_back_walks_past_aggregates():
+    """Tile 39 of 40, run alone, its predecessors' status words preset: tiles 38..6 hold only their own
+    counts (AGGREGATE), tile 5 an inclusive PREFIX, tiles 4..0 a PREFIX that must be ignored. The
+    look-back must cross a window of 32 and stop at tile 5: offset = prefix(5) + counts(6..38). (The
+    simulator runs blocks in order, so a whole launch always finds a PREFIX next door; this test
+    reaches the windows the GPU reaches.)"""
+    g.require_implemented("optimized")
+    tiles, tile = 40, 39
+    (x, threshold), seed = g.inputs(tiles * sol.TILE, "look-back")
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 50, size=tiles)
+    status = np.zeros(tiles + 1, dtype=np.uint64)
+    status[6:tile] = (counts[6:tile].astype(np.uint64) << np.uint64(2)) | np.uint64(sol.AGGREGATE)
+    prefix5 = 1000
+    status[5] = (np.uint64(prefix5) << np.uint64(2)) | np.uint64(sol.PREFIX)
+    status[:5] = (np.uint64(10**6) << np.uint64(2)) | np.uint64(sol.PREFIX)  # too far back: never read
+    status[tiles] = tile  # the ticket counter: the single block launched takes tile 39
+    offset = prefix5 + int(counts[6:tile].sum())
+    d_status = cuda.to_device(status)
+    out = cuda.to_device(np.full(x.size, np.nan, dtype=np.float32))
+    g.target.compact_kernel[1, sol.THREADS](cuda.to_device(x), np.float32(threshold), d_status, out)
+    seg = x[tile * sol.TILE:]
+    kept = seg[seg > np.float32(threshold)]
+    got = out.copy_to_host()[offset:offset + kept.size]
+    checking.assert_matches(got, kept, rtol=0.0, name="tile 39's kept elements at its looked-back offset")
+    word = int(d_status.copy_to_host()[tile])
+    assert word & 3 == sol.PREFIX and word >> 2 == offset + kept.size, (
+        f"tile 39 published {word >> 2} with flag {word & 3}; expected the inclusive prefix "
+        f"{offset + kept.size} with flag PREFIX ({sol.PREFIX})")
+
+
+def test_optimized_votes_and_shuffles():
+    """v3's idea in the PTX: a ballot per element row (vote.sync), popc for the ranks and counts,
+    shuffles for the scan of the warp counts, shared memory for the counts and the staged tile, a
+    handful of barriers, and no local memory (the 16 values a thread stay in registers)."""
+    rep = g.report("optimized")
+    assert "vote.sync.ballot" in rep.ptx, (
+        "optimized: no vote.sync.ballot: rank a warp's kept lanes with cuda.ballot_sync")
+    assert "popc" in rep.ptx, "optimized: no popc: count a ballot's bits with cuda.popc"
+    assert rep.count("shfl.sync") > 0, "optimized: no shfl.sync: scan the warp counts in registers"
+    assert rep.count("st.shared") > 0 and rep.count("ld.shared") > 0 and rep.count("bar.sync") >= 2
+    assert rep.stack_bytes == 0, (
+        f"optimized: {rep.stack_bytes} bytes of stack: index the per-thread arrays with loop constants only")
+
+
+def test_scan_version_scans_in_shared_memory_without_atomics():
+    """v2: the rank inside a block from a shared-memory scan of the flags (barriers between steps), the
+    block offsets from a scan of the counts: no atomic anywhere, so the order is the input's."""
+    scatter, count = g.report("scan"), g.report("scan.count")
+    assert scatter.count("st.shared") > 0 and scatter.count("ld.shared") > 0 and scatter.count("bar.sync") >= 2, (
+        "scan: rank the kept elements with a scan of the flags in shared memory, a barrier each step")
+    assert scatter.count("atom") == 0 and count.count("atom") == 0, (
+        "scan: an atomic hands out slots in arrival order; take the offsets from the scans")
+    assert g.report("naive").count("atom") >= 1, "naive: take each kept element's slot with cuda.atomic.add"
+
+
+def test_one_pass_reads_x_once():
+    """Counted as Nsight Compute counts them: v3 loads x's sectors once (plus a status word a tile), v2
+    twice (the count pass and the scatter pass); v3's stores are whole coalesced warps."""
+    n = 4500  # two tiles of v3, nine blocks of v2
+    x_sectors = -(-4 * n // 32)
+    opt, two = g.traffic("optimized", n), g.traffic("scan", n)
+    assert opt.global_load_sectors <= 1.1 * x_sectors, (
+        f"optimized: {opt.global_load_sectors} sectors loaded for x's {x_sectors}: read each element once")
+    assert two.global_load_sectors >= 1.8 * x_sectors, (
+        f"scan: {two.global_load_sectors} sectors loaded for x's {x_sectors}; the count and scatter passes "
+        "each read x")
+    assert opt.sectors_per_store <= 5.5, (
+        f"optimized: {opt.sectors_per_store:.1f} sectors per store: copy the staged tile out with consecutive "
+        "threads on consecutive words")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("version", ORDERED)
+def test_at_scale(version):
+    """2^25 + 3 floats: 8193 tiles, so look-backs cross windows of 32 running tiles."""
+    g.run_and_compare(version, (1 << 25) + 3, rtol=0.0)
+    g.run_and_compare(version, ((1 << 25) + 3, "all"), rtol=0.0)
+    g.run_and_compare(version, ((1 << 25) + 3, "one"), rtol=0.0)
+
+
+@pytest.mark.gpu
+def test_naive_at_scale():
+    _sorted_compare("naive", (1 << 24) + 1)
