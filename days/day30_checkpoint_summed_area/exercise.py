@@ -32,7 +32,8 @@ before the first barrier: 8 blocks an SM keep 32 KB of loads in flight, what HBM
 The shared pipe: sat_tiles issues ~30 shared requests a warp a tile, each one wavefront (~240 a tile
 for 8 KB moved, against the ~510 clocks an SM has per tile at the copy rate): DRAM should bind.
 A single pass (8 bytes) needs a carry between tiles: decoupled look-back (day 29) in two dimensions;
-H200 times: to be measured.
+Measured on the H200 at 8192 x 8192: naive 5,579 us, optimized 543 us (23 % of the copy rate,
+10.3x), cupy.cumsum twice 6,491 us.
 
 What you write (each raises NotImplementedError with its hint until you do):
   sat_rows_naive_kernel     r = cuda.grid(1); guard r < rows; running sum along row r, stored at every column (8

@@ -31,7 +31,8 @@ optimized ~1/105 of what the copy rate would allow, whatever the kernels do. cup
 sort: a few passes over the keys, independent of log n) is the library row. The simulator counts
 (n = 4099, P = 8192): naive 91 step launches, 6.8 MB of sectors; optimized 6 launches, 303 KB, 4.0
 sectors a request; 1.9 (tile sort) and 1.4 (merge) shared wavefronts a request, the 2-way conflict of
-the steps j < 32. H200 times: to be measured.
+the steps j < 32. Measured on the H200 at 2^24: naive 10.5 ms, optimized 5.06 ms (2.1x),
+cupy.sort (CUB radix) 0.51 ms: O(n log^2 n) work loses to a radix sort's O(n) passes.
 
 What you write (each raises NotImplementedError with its hint until you do):
   bitonic_step_kernel        pair p -> lo = 2p - (p & (j - 1)), hi = lo + j; ascending = (lo & k) == 0; swap when
