@@ -216,6 +216,22 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
     return result
 
 
+def run_sizes(day, sizes=None, **kwargs) -> Result:
+    """``run`` at every size of the day's BENCH_SIZES (or ``sizes``), the rows in one Result: a day
+    whose versions win on different inputs (a regular and a power-law matrix) is timed on each. Each
+    row's speedup is over the first version at the same size."""
+    sol = days.load_solution(day)
+    merged = None
+    for n in sizes if sizes is not None else sol.BENCH_SIZES:
+        result = run(day, n, **kwargs)
+        if merged is None:
+            merged = result
+        else:
+            merged.rows.extend(result.rows)
+            merged.skipped.update(result.skipped)
+    return merged
+
+
 def library_missing(sol, inputs) -> str | None:
     """Why the library row cannot run here (its package is not installed), or None: one try."""
     try:

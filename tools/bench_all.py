@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
         if wanted and info.number not in wanted:
             continue
         try:
-            result = bench.run(info.number)
+            result = bench.run_sizes(info.number)  # every BENCH_SIZES entry
         except Exception:
             failed += 1
             print(f"day {info.number:02d} FAILED\n{traceback.format_exc()}", flush=True)

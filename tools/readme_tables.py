@@ -32,12 +32,22 @@ def results() -> str:
     for f in files:
         r = json.loads(f.read_text())
         unit = "GB/s" if r["bound"] == "memory" else "TFLOP/s"
+        sizes = {json.dumps(row["n"]) for row in r["rows"]}
         for row in r["rows"]:
             rate = row["gbps"] if r["bound"] == "memory" else row["tflops"]
             wall = " (wall)" if row.get("clock") == "wall" else ""  # course.bench: the call waits on the GPU
-            lines.append(f"| {r['day'][3:5]} | {row['version']} | {row['ms'] * 1e3:,.1f} µs{wall} | "
+            # A day timed at several sizes (course.bench.run_sizes) names the size in each row.
+            version = row["version"] if len(sizes) == 1 else f"{row['version']}, {_size(row['n'])}"
+            lines.append(f"| {r['day'][3:5]} | {version} | {row['ms'] * 1e3:,.1f} µs{wall} | "
                          f"{rate:,.0f} {unit} | {row['pct_peak']:.0f} % of {r['peak_name']} | {row['speedup']:.2f}× |")
     return "\n".join(lines)
+
+
+def _size(n) -> str:
+    """A benchmark size as a row label: 4096, 8192 × 8192, power_law 4194304."""
+    if isinstance(n, list):
+        return " × ".join(str(v) for v in n) if all(isinstance(v, int) for v in n) else " ".join(str(v) for v in n)
+    return str(n)
 
 
 def main() -> None:
