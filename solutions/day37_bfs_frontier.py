@@ -2,15 +2,15 @@
 
 A CSR graph (indptr (vertices + 1,), indices (edges,), edge row -> indices[k]; self-loops and
 duplicate edges allowed) and a source vertex. BFS is level-synchronous here: level L's vertices
-(the frontier) give level L + 1 its vertices, one launch per level, the host looping until a level
-adds nothing.
+(the frontier) give level L + 1 its vertices. v1 and v2 launch once a level, the host looping until
+a level adds nothing; v3 runs the small levels inside one launch.
 
 v1 naive      vertex-parallel: each level, one thread per vertex; a thread whose vertex has
               levels[v] == L scans its neighbours and sets the unvisited ones to L + 1 (every writer
               stores the same value, so no atomic is needed) and raises a device flag; the host reads
               the 4-byte flag back after every level. Every level reads all of `levels`, even when
               the frontier is three vertices.
-v2 optimized  a frontier queue: the frontier is a compact array of vertex ids and each level launches
+v2 queue      a frontier queue: the frontier is a compact array of vertex ids and each level launches
               threads for it alone. A thread expands its vertex; a list of 32 or more neighbours is
               expanded by the whole warp, one such vertex at a time (coalesced reads of `indices`,
               the hubs of a power-law graph spread over 32 lanes). A neighbour is claimed with an
@@ -18,16 +18,26 @@ v2 optimized  a frontier queue: the frontier is a compact array of vertex ids an
               it; the claimants of a warp take their slots in the next frontier with one atomic add
               per warp (ballot_sync + popc; a lane's rank is popc(ballot & lanemask_lt)). The host
               reads the next frontier's size back and swaps the queues.
+v3 optimized  a hybrid: while the frontier has at most SMALL_FRONTIER vertices, ONE block of 1024
+              threads runs level after level inside one launch (v2's expansion, a cuda.syncthreads()
+              between levels, thread 0 swapping the counters), and exits when the frontier empties or
+              outgrows it, leaving (level, count) in a 2-word array; the host runs v2's multi-block
+              kernel for the big levels (a read back each) and hands the frontier back to the block
+              when it shrinks. The host reads 8 bytes a switch, not 4 a level.
 
 Napkin math: every edge is read once (4 bytes of `indices`) and every vertex's indptr pair and
 level once: (vertices + 1) * 4 + edges * 4 + vertices * 4 bytes is the minimum, about 4.5-6 bytes an
 edge. At the H200's ~4.1 TB/s that is ~0.7 G edges a millisecond, but BFS is not a stream: the
-reads of levels[u] are gathers (one 32-byte sector for 4 useful bytes), and each level is a launch
-plus a read back (~10-30 us of host round trip). The power-law graph (diameter ~10) is bound by the
-gathers; the 2048 x 2048 grid has 4095 levels, so the round trips (4095 x ~20 us ~ 80 ms) bound it
-whatever the kernel does. v1 also reads all 16 MB of `levels` every level: 4095 x 16 MB = 67 GB on
-the grid, ~16 ms of bandwidth on top of the round trips. The figure of merit is edges traversed per
-second (TEPS): edges / time.
+reads of levels[u] are gathers (one 32-byte sector for 4 useful bytes), and each level of v1 and v2
+is a launch plus a read back. The power-law graph (diameter ~10) is bound by the gathers; the
+2048 x 2048 grid has 4094 levels of at most 2048 vertices, so the round trips bound v1 and v2
+whatever their kernels do: measured on the H200, naive 326 ms (80 us a level), queue 452 ms (110 us
+a level), all launch and read-back overhead. v3 runs the grid's 4094 levels in one launch: a level
+is then a chain of dependent L2 accesses (frontier, indptr, indices, levels, cas, the warp's add:
+~0.5 us each) times the grid's 4 neighbours, one or two passes of 1024 vertices, plus two
+barriers: ~3-8 us a level, ~15-30 ms in all, 15-30x v2. On the power-law graph v3 runs the first
+two or three levels and the tail in the block and the 10^5-10^6-vertex levels in the grid, as v2.
+The figure of merit is edges traversed per second (TEPS): edges / time.
 """
 
 import operator
@@ -39,7 +49,7 @@ from numba import int32
 
 TITLE = "BFS with a frontier queue"
 MEMORY_SPACE = "global"
-VERSIONS = ("naive", "optimized")
+VERSIONS = ("naive", "queue", "optimized")
 # (kind, size): see make_inputs. A single vertex; a path walked from one end (the diameter is the
 # size); a star entered at a leaf (the hub's list takes the warp path); a grid from a random corner
 # or middle; a power-law graph; a directed graph whose second half is unreachable; an isolated
@@ -332,34 +342,21 @@ def warp_max(v):
     return v
 
 
-@cuda.jit
-def expand_frontier_kernel(indptr, indices, levels, frontier, count, next_frontier, counters, level):
-    """Expand the frontier: thread i < count owns vertex frontier[i] and its neighbour list
-    indices[indptr[v]:indptr[v + 1]]; every other thread of the grid still takes part in its warp's
-    intrinsics with an empty list. Each neighbour u goes through claim(levels, u, level + 1) and
-    warp_enqueue(claimed, u, next_frontier, counters, (level + 1) % 2), with every lane of the warp
-    calling together (an unclaimed lane passes claimed = False).
+@cuda.jit(device=True)
+def expand_lists(indptr, indices, levels, start, end, next_frontier, counters, slot, next_level):
+    """Every lane of the warp calls this together, each with its own neighbour list indices[start:end]
+    (empty when start == end: a lane with no vertex still takes part in the warp's intrinsics). Each
+    neighbour u goes through claim(levels, u, next_level) and warp_enqueue(claimed, u, next_frontier,
+    counters, slot), every lane calling together (an unclaimed lane passes claimed = False).
 
     1. lists of WARP or more: while ballot_sync(FULL_MASK, length >= WARP) is not 0, the lowest such
        lane (ffs - 1) leads: shfl_sync its start and end to the warp, mark its own list done, and
        the 32 lanes stride over that list together (lane reads start + lane, + 32, ...; the trip
        count is the same for every lane).
     2. shorter lists: each lane walks its own; the warp loops to the longest (warp_max).
-    Thread 0 also clears counters[level % 2] (the host has read it) for level + 2.
     """
-    # EXERCISE: own frontier[i]; long lists by the whole warp (ballot, ffs, shfl the range); short lists by each lane
-    i = cuda.grid(1)
+    # EXERCISE: long lists by the whole warp (ballot, ffs, shfl the range, stride by 32); short lists by each lane
     lane = cuda.laneid
-    if i == 0:
-        counters[level % 2] = 0
-    slot = (level + 1) % 2
-    next_level = int32(level + 1)
-    start = 0
-    end = 0
-    if i < count:
-        v = frontier[i]
-        start = indptr[v]
-        end = indptr[v + 1]
     # 1. Long lists (the hubs): a warp each, so reads of `indices` are coalesced and 32 lanes claim.
     while True:
         big = cuda.ballot_sync(FULL_MASK, end - start >= WARP)
@@ -385,6 +382,29 @@ def expand_frontier_kernel(indptr, indices, levels, frontier, count, next_fronti
         warp_enqueue(claimed, u, next_frontier, counters, slot)
 
 
+@cuda.jit
+def expand_frontier_kernel(indptr, indices, levels, frontier, count, next_frontier, counters, level):
+    """Expand the frontier (one level, any number of blocks): thread i < count owns vertex frontier[i]
+    and passes its list indptr[v]:indptr[v + 1] to expand_lists with next_level = level + 1 and slot
+    (level + 1) % 2; every other thread of the grid calls it too, with an empty list (start == end),
+    because the warp's intrinsics need all 32 lanes. Thread 0 also clears counters[level % 2] (the
+    host has read it) for level + 2.
+    """
+    # EXERCISE: thread 0 clears counters[level % 2]; own frontier[i] (or an empty list); expand_lists with every lane
+    i = cuda.grid(1)
+    if i == 0:
+        counters[level % 2] = 0
+    slot = (level + 1) % 2
+    next_level = int32(level + 1)
+    start = 0
+    end = 0
+    if i < count:
+        v = frontier[i]
+        start = indptr[v]
+        end = indptr[v + 1]
+    expand_lists(indptr, indices, levels, start, end, next_frontier, counters, slot, next_level)
+
+
 def _frontier_bfs(indptr, indices, source):
     """(levels on the device, the frontier size of every level) by v2's kernels."""
     vertices = _check(indptr, indices, source)
@@ -407,7 +427,7 @@ def _frontier_bfs(indptr, indices, source):
     return levels, sizes
 
 
-def optimized(indptr, indices, source):
+def queue(indptr, indices, source):
     levels, _ = _frontier_bfs(indptr, indices, source)
     return launch.result(levels, indptr, indices)
 
@@ -419,11 +439,121 @@ def frontier_sizes(indptr, indices, source):
     return np.array(_frontier_bfs(indptr, indices, source)[1], dtype=np.int64)
 
 
+# ---- v3: hybrid, one block runs the small levels --------------------------------------------------
+
+# Up to this many vertices a frontier is expanded by one block, level after level in one launch; a
+# bigger one goes to the multi-block kernel. One block does 1024 vertices at a time, a few us a pass
+# (a chain of dependent L2 accesses: frontier, indptr, indices, levels, cas, the warp's add); a
+# multi-block level costs a launch and a read back (~100 us measured through Numba). 4096 keeps the
+# whole 2048 x 2048 grid (frontiers <= 2048) in one launch and sends a power-law graph's big
+# middle levels (10^5-10^6 vertices) to the grid.
+SMALL_FRONTIER = 4096
+BLOCK_THREADS = 1024  # the whole block: 32 warps keep 32 lists of dependent loads in flight
+
+
+@cuda.jit
+def small_frontier_kernel(indptr, indices, levels, queue0, queue1, counters, state, level, small_frontier):
+    """Launched as ONE block of BLOCK_THREADS threads at `level`, whose frontier is in queue{level % 2}
+    with counters[level % 2] vertices (and counters[(level + 1) % 2] == 0): run level after level,
+    while the frontier has 1 to small_frontier vertices. A level L: the block strides over the
+    frontier 1024 vertices at a time, each thread passing its vertex's list (or an empty one) to
+    expand_lists(..., next_frontier = queue{(L + 1) % 2}, counters, slot (L + 1) % 2, L + 1); a warp
+    none of whose lanes has a vertex in a pass skips it (warp-uniform). Then cuda.syncthreads();
+    thread 0 reads the next count from counters[(L + 1) % 2], clears counters[L % 2] (for L + 2) and
+    advances the level, in the shared (level, count) pair every thread reads; cuda.syncthreads()
+    again before anyone reads it. When the count is 0 or past small_frontier, thread 0 writes the
+    (level, count) reached to state[0], state[1] and the block exits: the frontier of that level is
+    in queue{level % 2} and counters[level % 2], as the multi-block kernel expects it.
+    """
+    tid = cuda.threadIdx.x
+    at = cuda.shared.array(2, int32)  # (level, frontier size) the block is on: one copy all threads read
+    if tid == 0:
+        at[0] = level
+        at[1] = counters[level % 2]
+    cuda.syncthreads()
+    # EXERCISE: loop: read (level, count); stop at 0 or > small_frontier; expand; barrier; thread 0 advances; barrier
+    warp_first = tid - cuda.laneid
+    while True:
+        lvl = at[0]
+        count = at[1]
+        if count == 0 or count > small_frontier:  # the same shared values in every thread: uniform
+            break
+        frontier = queue0 if lvl % 2 == 0 else queue1
+        next_frontier = queue1 if lvl % 2 == 0 else queue0
+        deeper = int32(lvl + 1)
+        for base in range(0, count, BLOCK_THREADS):
+            if base + warp_first < count:  # the warp's lanes all take part, or all skip
+                start = 0
+                end = 0
+                if base + tid < count:
+                    v = frontier[base + tid]
+                    start = indptr[v]
+                    end = indptr[v + 1]
+                expand_lists(indptr, indices, levels, start, end, next_frontier, counters, (lvl + 1) % 2, deeper)
+        # A block-level barrier orders global memory for the block: the claims in `levels`, the
+        # enqueues in next_frontier and the atomic adds to the counter that any thread made before it
+        # are visible to every thread of the block after it (the block shares one SM and its L1). So
+        # the next level may read this level's queue with plain loads, and thread 0 the final count.
+        # No such guarantee holds between blocks: that is why only one block runs this loop.
+        cuda.syncthreads()  # this level's expansion is done everywhere before the count is read
+        if tid == 0:
+            at[1] = counters[(lvl + 1) % 2]
+            counters[lvl % 2] = 0  # level lvl + 2 adds here; nobody reads it before the barrier below
+            at[0] = deeper
+        cuda.syncthreads()  # the new (level, count) is written before any thread reads it
+    if tid == 0:
+        state[0] = at[0]
+        state[1] = at[1]
+
+
+def bfs_hybrid(indptr, indices, source, small_frontier=SMALL_FRONTIER):
+    """(levels on the device, the launches) of v3: one block of BLOCK_THREADS runs the levels whose
+    frontier has at most `small_frontier` vertices, inside one launch, until the frontier empties or
+    outgrows it; the multi-block kernel (v2's) runs the bigger levels one launch each. The launches
+    are (kind, level, frontier size at the launch), kind "block" or "grid"."""
+    vertices = _check(indptr, indices, source)
+    if isinstance(small_frontier, (bool, np.bool_)) or operator.index(small_frontier) < 1:
+        raise ValueError(f"small_frontier: expected a positive integer, got {small_frontier!r}")
+    d_indptr, d_indices = launch.to_device(indptr, indices)
+    levels = launch.empty((vertices,), np.int32)
+    queues = (cuda.device_array(vertices, dtype=np.int32), cuda.device_array(vertices, dtype=np.int32))
+    counters = cuda.device_array(2, dtype=np.int32)
+    state = cuda.device_array(2, dtype=np.int32)
+    host_words = np.zeros(2, dtype=np.int32)
+    init_frontier_kernel[launch.blocks(vertices, THREADS), THREADS](levels, counters, queues[0], int(source))
+    launches = []
+    level, count = 0, 1
+    while count:
+        if count <= small_frontier:
+            launches.append(("block", level, count))
+            small_frontier_kernel[1, BLOCK_THREADS](d_indptr, d_indices, levels, queues[0], queues[1], counters,
+                                                    state, level, int(small_frontier))
+            state.copy_to_host(host_words)  # 8 bytes a switch, not 4 a level: where the block stopped
+            level, count = int(host_words[0]), int(host_words[1])
+        else:
+            launches.append(("grid", level, count))
+            expand_frontier_kernel[launch.blocks(count, THREADS), THREADS](
+                d_indptr, d_indices, levels, queues[level % 2], count, queues[(level + 1) % 2], counters, level)
+            counters.copy_to_host(host_words)  # a big level: the count decides whether the block takes over
+            level, count = level + 1, int(host_words[(level + 1) % 2])
+    return levels, launches
+
+
+def optimized(indptr, indices, source):
+    levels, _ = bfs_hybrid(indptr, indices, source)
+    return launch.result(levels, indptr, indices)
+
+
 _NAIVE_SIG = "void(int32[::1], int32[::1], int32[::1], int32[::1], int64)"
-_OPT_SIG = "void(int32[::1], int32[::1], int32[::1], int32[::1], int64, int32[::1], int32[::1], int64)"
+_QUEUE_SIG = "void(int32[::1], int32[::1], int32[::1], int32[::1], int64, int32[::1], int32[::1], int64)"
+_SMALL_SIG = ("void(int32[::1], int32[::1], int32[::1], int32[::1], int32[::1], int32[::1], int32[::1], int64, "
+              "int64)")
 KERNELS = {
     "naive.init": (init_levels_kernel, "void(int32[::1], int32[::1], int64)"),
     "naive": (bfs_level_kernel, _NAIVE_SIG),
+    "queue.init": (init_frontier_kernel, "void(int32[::1], int32[::1], int32[::1], int64)"),
+    "queue": (expand_frontier_kernel, _QUEUE_SIG),
     "optimized.init": (init_frontier_kernel, "void(int32[::1], int32[::1], int32[::1], int64)"),
-    "optimized": (expand_frontier_kernel, _OPT_SIG),
+    "optimized": (small_frontier_kernel, _SMALL_SIG),
+    "optimized.grid": (expand_frontier_kernel, _QUEUE_SIG),
 }
