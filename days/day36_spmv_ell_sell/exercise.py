@@ -39,9 +39,9 @@ hyb's K = 4 stores 16.8 M slots for 5.3 M nonzeros (3.2x) and leaves 55.9 M to t
 slices hold 19.2 M nonzeros in 21.5 M slots (1.12x), and the 18 K rows over SELL_MAX (42.0 M
 nonzeros) go to day 35's kernels as in csr. So SELL's gain there is on the third of the matrix that
 day 35 read with a thread (uncoalesced) or a warp (idle lanes) per short row. `padding()` computes
-these on the host (the lesson's table). Measured on the H200: Laplacian: csr 300 us, hyb 226 us
-(92 % of the copy rate), SELL 266 us, cuSPARSE 727 us; power law: csr 584 us, hyb 578 us, SELL 560 us,
-cuSPARSE 3,446 us.
+these on the host (the lesson's table). Measured on the H200: Laplacian: csr 244 us, hyb 225 us
+(92 % of the copy rate), SELL 265 us, cuSPARSE 954 us; power law: csr 575 us, hyb 572 us, SELL 558 us,
+cuSPARSE 3,733 us.
 
 What you write (each raises NotImplementedError with its hint until you do):
   ell_fill_kernel      rows, r = cuda.grid(1) grid-stride; n = the row's length (0 when n > width); fill the width
