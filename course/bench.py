@@ -34,6 +34,8 @@ from course import ON_GPU, checking, cuda, days, launch
 L2_FLUSH_BYTES = 256 << 20  # the H200's L2 is 60 MB; writing 256 MB evicts it
 SPIN_NS = 1_000_000  # the least spin; more when the warm-up calls take longer on the host
 MAX_SPIN_NS = 50_000_000
+SAMPLE_BUDGET_MS = 1000.0  # Timer.time: repeats cut so that the samples of one version take about this
+MIN_REPEATS = 5
 
 
 @dataclass
@@ -130,7 +132,11 @@ class Timer:
         self.spin_ns = int(min(MAX_SPIN_NS, max(SPIN_NS, 4 * host_s * 1e9)))
         self.clock = "wall" if self.waits_for_gpu(fn, *args) else "events"
         sample = self.sample_wall if self.clock == "wall" else self.sample
-        samples = sorted(sample(fn, *args) for _ in range(repeats))
+        first = sample(fn, *args)
+        # A slow version (a naive kernel of hundreds of ms) gets fewer samples: about a second of them,
+        # at least MIN_REPEATS; its spread is small next to its time anyway.
+        repeats = min(repeats, max(MIN_REPEATS, int(SAMPLE_BUDGET_MS / max(first, 1e-3))))
+        samples = sorted([first] + [sample(fn, *args) for _ in range(repeats - 1)])
         q = statistics.quantiles(samples, n=4)
         return statistics.median(samples), q[2] - q[0]
 
