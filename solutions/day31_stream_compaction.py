@@ -21,11 +21,8 @@ v3 optimized  one pass, warp-aggregated and decoupled look-back: a block of 256 
               publishes the tile's count, looks back over the predecessors' published counts (32 at a
               time, a ballot finding the nearest one that holds an inclusive prefix) and publishes its
               own prefix, while the other warps stage the kept elements, compacted, in shared memory;
-              the block then copies them out in whole coalesced warps. The staging reads each element
-              again (from L1 or L2, moments after the first read: DRAM sees x once) instead of keeping
-              16 values and 16 ballots a thread live across the barriers: 32 registers, not 72, so 8
-              blocks an SM instead of 3 keep ~128 KB of loads in flight. The status words are packed
-              (value << 2 | flag), so one atomic carries both and needs no fence.
+              the block then copies them out in whole coalesced warps. x is read once; the status
+              words are packed (value << 2 | flag), so one atomic carries both and needs no fence.
 
 Napkin math at 2^27 float32, half kept: the minimum is 4n bytes read and 4 bytes a kept element
 written, 537 MB + 268 MB = 805 MB, ~0.19 ms at the H200's ~4.2 TB/s copy rate; n compares. v2 reads x
@@ -273,7 +270,6 @@ def compact_kernel(x, threshold, status, out):  # x (n,), status (tiles + 1,) ui
        j = t, t + THREADS, ...: consecutive threads, consecutive words.
     """
     counts = cuda.shared.array(SLOTS, int32)
-    ballots = cuda.shared.array(SLOTS, uint32)  # the warps' ballots, kept here, not in 16 registers a thread
     stage = cuda.shared.array(TILE, float32)  # 16 KB: the tile's kept elements, compacted
     tile_sm = cuda.shared.array(3, int32)  # [0]: the ticket; [1]: the tile's offset in out; [2]: its count
     t = cuda.threadIdx.x
@@ -287,10 +283,10 @@ def compact_kernel(x, threshold, status, out):  # x (n,), status (tiles + 1,) ui
     base = tile * TILE
     n = x.size
     vals = cuda.local.array(ITEMS, float32)  # indexed by unrolled constants only: registers
+    masks = cuda.local.array(ITEMS, uint32)
     if base + TILE <= n:  # every tile but a ragged last one: 16 unguarded loads, all in flight at once
-        first = uint64(base + t)  # unsigned: one base register, the 16 offsets fold into the loads
         for k in range(ITEMS):
-            vals[k] = x[first + uint64(k * THREADS)]  # a warp reads 128 consecutive bytes a row
+            vals[k] = x[base + k * THREADS + t]  # a warp reads 128 consecutive bytes a row
     else:
         for k in range(ITEMS):
             i = base + k * THREADS + t
@@ -298,9 +294,9 @@ def compact_kernel(x, threshold, status, out):  # x (n,), status (tiles + 1,) ui
     # EXERCISE: ballots, warp counts; barrier; warp 0 scans, publishes; barrier; stage, look back; barrier; copy out
     for k in range(ITEMS):
         m = uint32(cuda.ballot_sync(FULL_MASK, vals[k] > threshold))
+        masks[k] = m
         if lane == 0:
             counts[k * WARPS + warp] = cuda.popc(m)  # one shared store a warp, not one atomic a lane
-            ballots[k * WARPS + warp] = m
     cuda.syncthreads()
     aggregate = int32(0)
     if warp == 0:
@@ -316,15 +312,10 @@ def compact_kernel(x, threshold, status, out):  # x (n,), status (tiles + 1,) ui
     cuda.syncthreads()
     below = cuda.lanemask_lt()
     for k in range(ITEMS):
-        m = ballots[k * WARPS + warp]  # a broadcast read, like the offset
+        m = masks[k]
         dst = counts[k * WARPS + warp] + cuda.popc(m & below)  # the warp's offset: a broadcast read
-        # Read again, not kept in vals: the tile's 16 KB was loaded a moment ago, so the second read is
-        # served by L1 or L2, not DRAM. Keeping 16 values and 16 ballots live across the barriers cost
-        # 72 registers a thread (3 blocks of 256 an SM); re-reading, 32 (8 blocks). The whole warp
-        # loads (one request, as the first read; clamped: the ragged tile's end), the kept lanes store.
-        v = x[min(base + k * THREADS + t, n - 1)]
         if m & (uint32(1) << uint32(lane)):
-            stage[dst] = v
+            stage[dst] = vals[k]
     if warp == 0 and tile > 0:
         # The look-back's L2 round trips overlap the other warps' staging.
         exclusive = look_back(status, tile, aggregate, lane)
