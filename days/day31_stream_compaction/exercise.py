@@ -33,7 +33,9 @@ read-back after it (each ~10 us against ~190 us), which the wall-clock benchmark
 the kept elements in scattered warp-sized runs; its cost is the one hot counter: 2^26 atomics
 serialised at one L2 slice, unless the compiler aggregates them per warp itself (check the SASS for
 a vote + popc before the atom). CuPy's x[x > t] runs at 8 % of the copy rate (measured on an H200).
-H200 times: to be measured.
+Measured on the H200: naive 3,974 us, scan 1,955 us, optimized 654 us (29 % of the copy rate, wall clock),
+x[x > t] 2,332 us. The one pass is bound by its look-back, not by occupancy: at 40 registers (73 %
+occupancy, the staging re-reading x) it ran slower, 648 us against 521 us in Nsight Compute.
 
 What you write (each raises NotImplementedError with its hint until you do):
   compact_atomic_kernel  i = cuda.grid(1); guard; if x[i] > threshold: out[cuda.atomic.add(counter, 0, 1)] = x[i] (5
