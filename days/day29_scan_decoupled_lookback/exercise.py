@@ -30,8 +30,8 @@ is latency, not bandwidth: a tile waits for its predecessor's aggregate (~1 us: 
 loads), and with 4096-element tiles 2^28 elements are 65536 tiles and 65536 same-address atomics on
 the tile counter (a few tens of us of L2 atomic time, spread over the whole run). 256 threads x ~64
 registers: 4 blocks (1024 threads) resident an SM, 64 bytes of loads in flight a thread, 64 KB an SM,
-~3x what Little's law asks for (~23 KB). Expect close to the copy rate (measured on the H200: 725 us at 2^28 int32, 70 % of it;
-2.7x cupy.cumsum).
+~3x what Little's law asks for (~23 KB). Expect close to the copy rate (measured on the H200: 725 us
+at 2^28 int32, 70 % of it; 2.7x cupy.cumsum).
 
 float32: the prefix of tile k is tile k-1's prefix plus tile k's aggregate, a chain of one add a tile;
 its rounding error grows like sqrt(tiles) x 2^-24 (~3e-6 of the running sum at 2^24 elements); int32
