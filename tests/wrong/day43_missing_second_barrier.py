@@ -1,0 +1,17 @@
+"""Day 43, deliberately wrong: day43_matmul_2d_blocking.py with one classic mistake.
+
+MISTAKE: no barrier after the outer products: a fast warp stores the next k step's tiles while slower
+         warps still load their fragments from this step's (the simulator names the race); right
+         whenever K <= 8, and on the GPU wrong only now and then, which is worse.
+
+The grader run against it must fail (.ci/prove_graders.py checks). COURSE_TARGET=<this file>
+grades the solution with these edits applied (course.days.load_target).
+"""
+
+SOLUTION = "day43_matmul_2d_blocking"
+EDITS = [  # (text in the solution, what the mistake puts there)
+    (
+        '        cuda.syncthreads()  # the next k step overwrites tiles that slower warps are still reading\n',
+        '        # MISTAKE: no cuda.syncthreads() here\n',
+    ),
+]
