@@ -70,6 +70,7 @@ from solutions.day35_spmv_csr import (  # noqa: F401  (the days' problem: the gr
     strided_dot,
 )
 from solutions.day35_spmv_csr import KERNELS as DAY35_KERNELS
+from solutions.day35_spmv_csr import TEST_SIZES as DAY35_TEST_SIZES
 from solutions.day35_spmv_csr import make_inputs as day35_inputs
 from solutions.day35_spmv_csr import optimized as day35_optimized
 
@@ -80,14 +81,7 @@ VERSIONS = ("csr", "hyb", "optimized")
 # matrix, one row, one column, empty rows interleaved; no row count a multiple of 32), plus
 # "three_paths": short rows, one medium row (a warp) and one long row (blocks) in one matrix.
 TEST_SIZES = (
-    ("power_law", 97),
-    ("one_row", 67),
-    ("empty", 33),
-    ("dominant", 45),
-    ("dominant", 1),
-    ("power_law", 1),
-    ("one_col", 61),
-    ("interleaved", 70),
+    *(size for size in DAY35_TEST_SIZES if size[0] != "laplacian"),
     ("three_paths", 75),
     ("laplacian", 11),  # last: the traffic table (bench without a GPU) shows whole-line loads here
 )
