@@ -1477,6 +1477,70 @@ def brev(self, val):
     return int(format(v, f"0{width}b")[::-1], 2)
 
 
+# Wide accesses (course.wide): one 16-byte load or store a lane, as CUDA C's float4. Each element
+# goes through the array's checked subscripts (bounds, races), and the traffic recorder sees one
+# access of the vector's width at the kernel's line, so a warp of 16-byte loads is one request.
+
+
+class MisalignedAccess(SimulatorCheckError):
+    """A wide (16-byte) access whose address is not a multiple of its width."""
+
+
+def _byte_address(array, index) -> int:
+    """The element's byte address: in the block's shared allocation, or in host memory."""
+    a = array._a
+    if index.__class__ is not tuple:
+        index = (index,)
+    offset = sum(int(i) * s for i, s in zip(index, a.strides))
+    if isinstance(array, _SharedArray):
+        return array._b0 + offset
+    return a.__array_interface__["data"][0] + offset
+
+
+def vector_access(array, index, count: int, values=None):
+    """Load (``values`` None) or store ``count`` consecutive elements along the last axis, from
+    ``index`` on, as one access of ``count * itemsize`` bytes: the address must be a multiple of it."""
+    if not isinstance(array, (_KernelArray, _SharedArray, _LocalArray)):
+        raise TypeError(f"a wide access needs a kernel argument or a shared or local array, not {type(array)}")
+    a = array._a
+    index = index if index.__class__ is tuple else (index,)
+    if len(index) != a.ndim or not _all_ints(index):
+        raise TypeError(f"a wide access on {array._name} needs {a.ndim} integer indices, got {index}")
+    if a.ndim > 1 and not a.flags.c_contiguous:
+        raise TypeError(f"a wide access needs a C-contiguous array; {array._name} is not")
+    width = count * a.itemsize
+    t = threading.current_thread()
+    if _has_negative(index):
+        raise _negative_index(array, index, values is not None)
+    if int(index[-1]) + count > a.shape[-1]:
+        last = index[:-1] + (int(index[-1]) + count - 1,)
+        raise _out_of_bounds(array, last, values is not None)
+    if _byte_address(array, index) % width:
+        raise MisalignedAccess(
+            f"{_who(t)} {'writes' if values is not None else 'reads'} {width} bytes of {array._name} at "
+            f"index [{_fmt_index(index)}], an address that is not a multiple of {width}: the GPU stops the "
+            f"kernel (misaligned address). Start each wide access at an element index that is a multiple of "
+            f"{count}, in a row whose length is one too (pad the rows, or fall back to single elements)")
+    head = index[:-1]
+    j0 = int(index[-1])
+    recorded = isinstance(array, (_KernelArray, _SharedArray))  # local memory is not counted
+    log = _recorder.log if _recorder is not None and recorded else None
+    mark = len(log) if log is not None else 0
+    if values is None:
+        out = tuple(array[head + (j0 + j,)] for j in range(count))
+    else:
+        if len(values) != count:
+            raise TypeError(f"a wide store of {count} elements was given {len(values)} values")
+        for j in range(count):
+            array[head + (j0 + j,)] = values[j]
+        out = None
+    if log is not None:
+        del log[mark:]
+        f = sys._getframe(2)  # the kernel, past course.wide's function
+        log.append((t.tid, f.f_code, f.f_lineno, array, index, LOAD if values is None else STORE, width))
+    return out
+
+
 # Atomics: an atomic on shared memory is recorded as such (atomics do not race with one another),
 # and every atomic's index is checked like any other access.
 

@@ -120,7 +120,8 @@ class Recording:
     The simulator appends to ``log``, in order, a kernel's name at each launch, a block's index when
     the block starts (blocks run one after another) and, for each element access, (thread id, code,
     line, array, index, LOAD or STORE); the grouping into requests
-    happens here, after the kernels ran, so that recording costs the kernel little.
+    happens here, after the kernels ran, so that recording costs the kernel little. A wide access
+    (course.wide) is one entry with its width in bytes appended.
     """
 
     def __init__(self):
@@ -147,7 +148,11 @@ class Recording:
             if len(entry) == 2:  # (None, the block's index): a block starts
                 block = entry[1]
                 continue
-            tid, code, line, arr, idx, what = entry
+            if len(entry) == 7:  # a wide access (course.wide): one access of that many bytes
+                tid, code, line, arr, idx, what, width = entry
+            else:
+                tid, code, line, arr, idx, what = entry
+                width = 0
             o = origins.get(id(arr))
             if o is None:
                 keep.append(arr)
@@ -160,7 +165,7 @@ class Recording:
             for i, st in zip(index, strides):
                 start += i * st
             unit = 4 if shared else SECTOR
-            units = range(start // unit, (start + size - 1) // unit + 1)
+            units = range(start // unit, (start + (width or size) - 1) // unit + 1)
             for kind in ((LOAD, STORE) if what == ATOMIC else (what,)):
                 key = (launch, block, tid, code, line, alloc, kind)
                 k = executions.get(key, 0)
