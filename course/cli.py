@@ -355,6 +355,9 @@ def _print_traffic(info: days.DayInfo, sol, module) -> None:
                   title=f"day {info.number:02d}: memory traffic in the simulator at n={n} "
                         "(as Nsight Compute counts it)")
     for version in days.versions(sol):
+        if version not in days.sim_versions(sol):
+            table.add_row(version, "(GPU only: not run in the simulator)", *[""] * 9)
+            continue
         missing = days.unwritten(module, version)
         if missing:
             table.add_row(version, escape(f"not written: {missing.split(': ', 1)[1]}"), *[""] * 9)

@@ -211,6 +211,12 @@ def versions(module: ModuleType) -> tuple[str, ...]:
     return tuple(getattr(module, "VERSIONS", ("naive", "optimized")))
 
 
+def sim_versions(module: ModuleType) -> tuple[str, ...]:
+    """The versions the simulator can run: ``SIM_VERSIONS`` where a day has GPU-only ones (a CuPy
+    RawKernel in CUDA C, managed memory), else every version."""
+    return tuple(getattr(module, "SIM_VERSIONS", versions(module)))
+
+
 # ---- stubs: what the learner has not written yet ------------------------------------------------------
 
 def stub_hint(func) -> str | None:

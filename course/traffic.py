@@ -265,7 +265,7 @@ def measure_day(module, solution, n, versions=None) -> list[VersionTraffic]:
     inputs = solution.make_inputs(n, seed=0)
     minimum = solution.traffic(*inputs)[0] if hasattr(solution, "traffic") else None
     out = []
-    for version in versions or days.versions(solution):
+    for version in versions or days.sim_versions(solution):
         with record() as rec:
             getattr(module, version)(*inputs)
         out.append(VersionTraffic(version, rec.kernels, rec.total, minimum))
