@@ -1,0 +1,322 @@
+"""Day 50: masking the shuffle I -- streams: hide host <-> device copies behind the kernel.
+
+The job: out = f(x) on a float32 NumPy array, where f is a polynomial of degree `iters` evaluated by
+Horner's rule on the clamped input (a chain of `iters` FMAs per element). With iters = 1024 the kernel
+takes about as long as the copies of its data, so the three stages (copy in, compute, copy out) are
+of one size and how they are scheduled decides the time.
+
+v1 naive       one after another on the default stream, from pageable memory: cuda.to_device(x),
+               one launch over the whole array, copy_to_host(). Each stage waits for the one before,
+               and the pageable copies run at the driver's CPU memcpy rate (~8 GB/s up, ~15 down).
+v2 overlapped  the host arrays page-locked (x with cuda.pinned, the result allocated locked with
+               cuda.pinned_array), the work cut into CHUNKS chunks, each chunk's upload, kernel and
+               download issued on one of STREAMS streams, round-robin. The H2D and D2H copy engines
+               and the SMs are three independent engines: while chunk k+1 goes up, chunk k computes
+               and chunk k-1 comes down. The time tends to the longest stage, not to the sum.
+
+Napkin math (n = 2^26, 256 MB each way; rates of the H200 host from day 03: pinned ~55 GB/s each
+way, pageable ~8 up and ~15 down; FP32 FMA ~33 T/s over 132 SMs):
+  upload (pinned)  268 MB / 55 GB/s          ~4.9 ms
+  kernel           2^26 x 1024 FMAs / 33 T/s  ~2-3 ms   (HBM traffic 0.5 GB: 0.13 ms, noise)
+  download         268 MB / 55 GB/s          ~4.9 ms
+  naive            32 + 2.5 + 18 ms          ~50 ms     (pageable, serial; first touch of the result extra)
+  serial, pinned   4.9 + 2.5 + 4.9           ~12 ms
+  overlapped       4.9 + (2.5 + 4.9) / 16    ~5.4 ms    (the bound: the longest stage, plus one chunk of
+                                                         the others to fill and drain the pipeline)
+so the target is the overlapped pipeline within 1.15x of the longest single stage. `stage_times(x,
+iters)` measures every stage alone and both pipelines on the GPU; `timeline(x, iters)` records CUDA
+events per chunk per stage for the notebook's Gantt chart. The overlapped host function also pays
+page-locking x and allocating a locked result (~14 ms per 256 MB on the test host, to be measured on
+the H200): stage_times keeps its buffers locked across repetitions, as a real program would.
+"""
+
+import contextlib
+import statistics
+
+import numpy as np
+
+from course import ON_GPU, checking, cuda, launch
+from numba import float32
+
+TITLE = "Masking the shuffle I: streams overlap copies with compute"
+MEMORY_SPACE = "global"
+VERSIONS = ("naive", "overlapped")
+# one element; under one chunk; 256-element chunks: +1 (257 = 256 + 1), -1 (511 = 256 + 255), a
+# prime (1021 = 3 x 256 + 253); 512-element chunks: a last chunk of one element (4097) and of 3 (4099)
+TEST_SIZES = (1, 255, 257, 511, 1021, 4097, 4099)
+BENCH_SIZES = (1 << 26,)  # 256 MB each way: ~5 ms per copy on PCIe Gen5, far past launch overheads
+BOUND = "memory"
+BENCH_HOST_INPUTS = True  # the transfers are the point: bench passes NumPy arrays in
+ITERS = 1024  # FMAs per element at bench sizes: the kernel's time comparable to the copies'
+CHUNKS = 16  # pipeline fill and drain cost about 1/CHUNKS of the other stages
+STREAMS = 4  # three stages in flight at once need three streams; a fourth gives the host slack
+ALIGN = 256  # chunk starts on 1 KB boundaries (and whole blocks of THREADS)
+THREADS = 256
+
+
+def make_inputs(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.5, 1.5, n).astype(np.float32)  # some values past the clamp at +-1
+    iters = ITERS if n >= 1 << 16 else 3  # 3 at test sizes: the simulator runs every FMA in Python
+    return x, iters
+
+
+def reference(x, iters):
+    """Horner's rule for 1 + h + h^2 + ... + h^iters with h = clamp(x, -1, 1) / 2: the geometric
+    series, summed in closed form in float64 (|h| <= 1/2, so 1 - h never cancels)."""
+    h = np.clip(x.astype(np.float64), -1.0, 1.0) * 0.5
+    return ((1.0 - h ** (iters + 1)) / (1.0 - h)).astype(np.float32)
+
+
+def traffic(x, iters):
+    """(minimum bytes through device memory, floating-point operations): x read once, out written
+    once; one FMA (2 FLOPs) per Horner step."""
+    return 2 * x.nbytes, 2 * iters * x.size
+
+
+def host_link_bytes(x, iters):
+    """Bytes over PCIe: x up, the result down, once each."""
+    return 2 * x.nbytes
+
+
+@cuda.jit
+def horner_kernel(x, out, start, stop, iters):
+    """out[i] = 1 + h + h^2 + ... + h^iters with h = clamp(x[i], -1, 1) / 2, for start <= i < stop
+    only (one chunk of the arrays), by Horner's rule: p = 1, then `iters` times p = p * h + 1.
+
+    A grid-stride loop from start + cuda.grid(1), step cuda.gridsize(1), while i < stop: the chunk's
+    launch covers [start, stop) and nothing else (the host clips `stop` for the last chunk). Float32
+    throughout: write constants as float32(...), or the arithmetic is promoted to float64.
+    """
+    # EXERCISE: grid-stride over [start, stop): clamp, halve, then `iters` Horner steps in float32
+    i = start + cuda.grid(1)
+    stride = cuda.gridsize(1)
+    one = float32(1.0)
+    half = float32(0.5)
+    while i < stop:
+        h = half * min(max(x[i], -one), one)
+        p = one
+        # A dependent FMA chain: each thread waits ~4 cycles per step, so throughput comes from the
+        # many warps resident per SM (the grid fills the GPU), not from this thread.
+        for _ in range(iters):
+            p = p * h + one
+        out[i] = p
+        i += stride
+
+
+_SIG = "void(float32[::1], float32[::1], int64, int64, int64)"
+KERNELS = {"naive": (horner_kernel, _SIG), "overlapped": (horner_kernel, _SIG)}
+
+
+def _check(x, iters):
+    launch.check_array("x", x, dtype=np.float32, ndim=1)
+    if not isinstance(iters, (int, np.integer)) or isinstance(iters, bool) or iters < 0:
+        raise ValueError(f"iters: expected an integer >= 0, got {iters!r}")
+
+
+def _grid(n: int) -> int:
+    return launch.grid_stride_blocks(n, THREADS)
+
+
+def chunk_bounds(n: int, chunks: int = CHUNKS) -> list:
+    """The pipeline's plan: [(lo, hi), ...] covering [0, n) in order, no gaps, no overlap, no empty
+    chunk. Every chunk but the last holds `size` elements, where size = ceil(n / chunks) rounded up to
+    a multiple of ALIGN (so every chunk starts ALIGN-aligned and there are at most `chunks` of them);
+    the last chunk holds what is left, hi clipped to n (it is short whenever size does not divide n).
+    """
+    # EXERCISE: size = ceil(n / chunks) rounded up to ALIGN; (lo, min(lo + size, n)) for lo in steps of size
+    size = -(-n // chunks)
+    size = -(-size // ALIGN) * ALIGN
+    return [(lo, min(lo + size, n)) for lo in range(0, n, size)]
+
+
+def pipeline(x, out, d_x, d_out, iters, streams, chunks: int = CHUNKS) -> None:
+    """Compute out = f(x) chunk by chunk, round-robin over `streams`, and wait for all of them.
+
+    x, out: host arrays of n float32, page-locked (else the async copies silently run synchronously);
+    d_x, d_out: device arrays of n float32. For chunk k of chunk_bounds(n, chunks), on stream
+    s = streams[k % len(streams)]: upload x[lo:hi] into d_x[lo:hi] (copy_to_device(..., stream=s)),
+    launch horner_kernel on that chunk ([grid, THREADS, s], start=lo, stop=hi, grid from the chunk's
+    length), download d_out[lo:hi] into out[lo:hi] (copy_to_host(..., stream=s)). The three steps of
+    one chunk share one stream: that orders them; chunks on other streams overlap with them. Then
+    synchronize every stream before returning: until then `out` is not written yet.
+    """
+    # EXERCISE: per chunk, on stream k % len(streams): upload, launch on [lo, hi), download; then sync
+    for k, (lo, hi) in enumerate(chunk_bounds(x.size, chunks)):
+        s = streams[k % len(streams)]
+        d_x[lo:hi].copy_to_device(x[lo:hi], stream=s)  # H2D copy engine
+        horner_kernel[_grid(hi - lo), THREADS, s](d_x, d_out, lo, hi, iters)  # SMs
+        d_out[lo:hi].copy_to_host(out[lo:hi], stream=s)  # D2H copy engine: runs during the next uploads
+    for s in streams:
+        s.synchronize()
+
+
+def naive(x, iters):
+    _check(x, iters)
+    if not launch.on_host(x):  # device data: nothing to transfer, one launch
+        out = launch.empty(x.shape, np.float32)
+        horner_kernel[_grid(x.size), THREADS](x, out, 0, x.size, iters)
+        return out
+    # Each stage waits for the one before; the pageable copies go through the driver's staging buffer.
+    (d_x,) = launch.to_device(x)
+    out = launch.empty(x.shape, np.float32)
+    horner_kernel[_grid(x.size), THREADS](d_x, out, 0, x.size, iters)
+    return out.copy_to_host()
+
+
+def overlapped(x, iters, chunks: int = CHUNKS):
+    _check(x, iters)
+    if not launch.on_host(x):  # device data: no copies to hide, the kernel over the whole array
+        out = launch.empty(x.shape, np.float32)
+        horner_kernel[_grid(x.size), THREADS](x, out, 0, x.size, iters)
+        return out
+    result = cuda.pinned_array(x.shape, np.float32)  # locked from birth: downloads DMA straight in
+    d_x = cuda.device_array(x.shape, np.float32)
+    d_out = launch.empty(x.shape, np.float32)
+    streams = [cuda.stream() for _ in range(STREAMS)]
+    # cudaHostRegister for the call: an async copy from pageable memory would be staged by the CPU and
+    # return only when done, so nothing would overlap.
+    with cuda.pinned(x):
+        pipeline(x, result, d_x, d_out, iters, streams, chunks)
+    return result
+
+
+# --- measurements on the GPU (the lesson's numbers and the notebook's timeline) ---------------------
+
+
+def _need_gpu(what: str) -> None:
+    if not ON_GPU:
+        raise RuntimeError(f"{what} times CUDA streams with events: it needs a CUDA GPU "
+                           "(the simulator runs streams one after another and its events read -1)")
+
+
+def _verify(got, x, iters, name: str) -> None:
+    report = checking.compare(got, reference(x, iters), name=name)
+    if not report.ok:
+        raise checking.MismatchError(report.text)
+
+
+def _event_ms(fn, repeats: int) -> float:
+    """Median CUDA-event time of fn() (after one warm-up), events on the legacy default stream, which
+    waits for the blocking streams of cuda.stream() and makes them wait: it brackets all of them."""
+    fn()
+    cuda.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start, end = cuda.event(), cuda.event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(cuda.event_elapsed_time(start, end))
+    return statistics.median(samples)
+
+
+@contextlib.contextmanager
+def _buffers(x):
+    """Page-locked host input (a copy of x) and output, device input and output, STREAMS streams."""
+    h_in = cuda.pinned_array(x.shape, np.float32)
+    h_in[:] = x
+    h_out = cuda.pinned_array(x.shape, np.float32)
+    d_x = cuda.device_array(x.shape, np.float32)
+    d_out = cuda.device_array(x.shape, np.float32)
+    yield h_in, h_out, d_x, d_out, [cuda.stream() for _ in range(STREAMS)]
+
+
+def stage_times(x, iters, chunks: int = CHUNKS, repeats: int = 5) -> dict:
+    """GPU only. Median times (ms) of each stage alone on page-locked buffers (upload, kernel,
+    download), of the three one after another (serial_pinned), of the overlapped pipeline on the same
+    buffers, and of the naive version from pageable memory; the ratio the day aims at
+    (overlapped / longest stage, target <= 1.15) and the copy rates. Verifies what it timed."""
+    _need_gpu("stage_times")
+    _check(x, iters)
+    n = x.size
+    with _buffers(x) as (h_in, h_out, d_x, d_out, streams):
+        grid = _grid(n)
+        stages = {
+            "upload_ms": lambda: d_x.copy_to_device(h_in),
+            "kernel_ms": lambda: horner_kernel[grid, THREADS](d_x, d_out, 0, n, iters),
+            "download_ms": lambda: d_out.copy_to_host(h_out),
+        }
+        t = {name: _event_ms(fn, repeats) for name, fn in stages.items()}
+        t["serial_pinned_ms"] = _event_ms(lambda: [fn() for fn in stages.values()], repeats)
+        _verify(h_out, x, iters, "serial_pinned")
+        h_out[:] = np.nan
+        t["overlapped_ms"] = _event_ms(lambda: pipeline(h_in, h_out, d_x, d_out, iters, streams, chunks),
+                                       repeats)
+        _verify(h_out, x, iters, "overlapped pipeline")
+    t["naive_ms"] = _event_ms(lambda: naive(x, iters), repeats)
+    longest = max(t["upload_ms"], t["kernel_ms"], t["download_ms"])
+    t.update(
+        longest_stage_ms=longest,
+        overlapped_over_longest=t["overlapped_ms"] / longest,
+        naive_over_overlapped=t["naive_ms"] / t["overlapped_ms"],
+        upload_gbps=x.nbytes / (t["upload_ms"] * 1e-3) / 1e9,
+        download_gbps=x.nbytes / (t["download_ms"] * 1e-3) / 1e9,
+        n=n, iters=iters, chunks=len(chunk_bounds(n, chunks)), streams=STREAMS,
+    )
+    return t
+
+
+def timeline(x, iters, chunks: int = CHUNKS) -> dict:
+    """GPU only. When each stage of each chunk ran, in ms from a start event, for both pipelines:
+    {"naive": [...], "overlapped": [...]}, each a list of dicts (stage "H2D" | "kernel" | "D2H",
+    chunk, stream, start, end). Events bracket every copy and launch on its stream; an event before a
+    stage marks when its stream got there, so the stage's start is taken as the later of that and the
+    end of the same stage of the previous chunk (each engine serves its chunks in issue order).
+    The naive run is the naive version's schedule (pageable, default stream, one chunk)."""
+    _need_gpu("timeline")
+    _check(x, iters)
+    n = x.size
+
+    def bars(marks, t0):
+        rows, last_end = [], {}
+        for chunk, stream, events in marks:
+            at = [cuda.event_elapsed_time(t0, e) for e in events]
+            for j, stage in enumerate(("H2D", "kernel", "D2H")):
+                start = max(at[j], last_end.get(stage, 0.0))
+                last_end[stage] = at[j + 1]
+                rows.append(dict(stage=stage, chunk=chunk, stream=stream, start=start, end=at[j + 1]))
+        return rows
+
+    def marked(stream, up, compute, down):
+        events = [cuda.event() for _ in range(4)]
+        for e, step in zip(events, (up, compute, down, None)):
+            e.record(stream)
+            if step is not None:
+                step()
+        return events
+
+    # naive: pageable memory, the default stream, one chunk
+    naive(x[: min(n, 1 << 20)], iters)  # warm-up (compile, context)
+    cuda.synchronize()
+    t0 = cuda.event()
+    t0.record()
+    dev_x = cuda.device_array(x.shape, np.float32)
+    dev_out = cuda.device_array(x.shape, np.float32)
+    result = np.empty_like(x)
+    events = marked(0, lambda: dev_x.copy_to_device(x),
+                    lambda: horner_kernel[_grid(n), THREADS](dev_x, dev_out, 0, n, iters),
+                    lambda: dev_out.copy_to_host(result))
+    events[-1].synchronize()
+    _verify(result, x, iters, "naive timeline")
+    naive_rows = bars([(0, 0, events)], t0)
+
+    # overlapped: page-locked buffers, chunks round-robin over the streams (pipeline's schedule)
+    with _buffers(x) as (h_in, h_out, d_x, d_out, streams):
+        pipeline(h_in, h_out, d_x, d_out, iters, streams, chunks)  # warm-up
+        h_out[:] = np.nan
+        t0 = cuda.event()
+        t0.record()
+        marks = []
+        for k, (lo, hi) in enumerate(chunk_bounds(n, chunks)):
+            s = streams[k % len(streams)]
+            marks.append((k, k % len(streams), marked(
+                s, lambda lo=lo, hi=hi, s=s: d_x[lo:hi].copy_to_device(h_in[lo:hi], stream=s),
+                lambda lo=lo, hi=hi, s=s: horner_kernel[_grid(hi - lo), THREADS, s](d_x, d_out, lo, hi, iters),
+                lambda lo=lo, hi=hi, s=s: d_out[lo:hi].copy_to_host(h_out[lo:hi], stream=s))))
+        cuda.synchronize()
+        _verify(h_out, x, iters, "overlapped timeline")
+        overlapped_rows = bars(marks, t0)
+    return {"naive": naive_rows, "overlapped": overlapped_rows, "n": n, "iters": iters,
+            "streams": STREAMS}
