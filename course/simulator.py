@@ -649,15 +649,16 @@ def _shared_set(self, idx, value):
 class _SharedArray(_LocalArray):
     """A ``cuda.shared.array`` of one block: checked indexes, and every element access recorded."""
 
-    __slots__ = ("_tracker", "_table", "_b0", "_strides")
+    __slots__ = ("_tracker", "_table", "_b0", "_strides", "_align")
 
-    def __init__(self, a: np.ndarray, name: str, tracker: _RaceTracker, table: dict, byte0: int):
+    def __init__(self, a: np.ndarray, name: str, tracker: _RaceTracker, table: dict, byte0: int, align: int = 0):
         self._a = a
         self._name = name
         self._tracker = tracker
         self._table = table
         self._b0 = byte0  # where this array (or view) starts in its allocation, in bytes
         self._strides = a.strides
+        self._align = align or a.itemsize  # the allocation's alignment: Numba's default is the element's size
 
     def _key(self, idx):
         if idx.__class__ is tuple:
@@ -673,7 +674,7 @@ class _SharedArray(_LocalArray):
     def _view(self, r, idx):
         base = self._a.__array_interface__["data"][0] - self._b0
         offset = r.__array_interface__["data"][0] - base
-        return _shared_array(r, f"{self._name}[{_fmt_index(idx)}]", self._tracker, self._table, offset)
+        return _shared_array(r, f"{self._name}[{_fmt_index(idx)}]", self._tracker, self._table, offset, self._align)
 
 
 class _SharedArray1D(_SharedArray):
@@ -681,8 +682,8 @@ class _SharedArray1D(_SharedArray):
 
     __slots__ = ("_s0",)
 
-    def __init__(self, a, name, tracker, table, byte0):
-        super().__init__(a, name, tracker, table, byte0)
+    def __init__(self, a, name, tracker, table, byte0, align=0):
+        super().__init__(a, name, tracker, table, byte0, align)
         self._s0 = a.strides[0]
 
     def __getitem__(self, i):
@@ -708,9 +709,9 @@ class _SharedArray1D(_SharedArray):
         _shared_set(self, i, value)
 
 
-def _shared_array(a: np.ndarray, name: str, tracker: _RaceTracker, table: dict, byte0: int):
+def _shared_array(a: np.ndarray, name: str, tracker: _RaceTracker, table: dict, byte0: int, align: int = 0):
     cls = _SharedArray1D if a.ndim == 1 and a.dtype.fields is None else _SharedArray
-    return cls(a, name, tracker, table, byte0)
+    return cls(a, name, tracker, table, byte0, align)
 
 
 def _np_dtype(dtype) -> np.dtype:
@@ -727,8 +728,9 @@ class _Shared:
         self._dynshared_size = dynshared_size
 
     def array(self, shape, dtype, alignment=None):
-        if alignment is not None:
-            raise RuntimeError("Array alignment is not supported in cudasim")
+        if alignment is not None and (alignment <= 0 or alignment & (alignment - 1)
+                                      or alignment % _np_dtype(dtype).itemsize):
+            raise ValueError(f"shared array alignment {alignment}: a power of two, a multiple of the element size")
         frame = sys._getframe(1)
         key = (frame.f_code, frame.f_lasti)
         block = threading.current_thread().block
@@ -738,11 +740,11 @@ class _Shared:
         with block.lock:
             arr = block.shared.get(key)
             if arr is None:
-                arr = self._allocate(block, shape, dtype, frame)
+                arr = self._allocate(block, shape, dtype, frame, alignment)
                 block.shared[key] = arr
         return arr
 
-    def _allocate(self, block, shape, dtype, frame):
+    def _allocate(self, block, shape, dtype, frame, alignment=None):
         dtype = _np_dtype(dtype)
         if isinstance(shape, (int, np.integer)) and shape == 0:
             # Dynamic shared memory: every such array views the block's one buffer (launch's 4th arg).
@@ -752,10 +754,10 @@ class _Shared:
             count = self._dynshared_size // dtype.itemsize
             a = np.frombuffer(block.dyn_buffer.data, dtype=dtype, count=count)
             name = _allocation_name(frame, "dynamic shared array")
-            return _shared_array(a, name, block.tracker, block.dyn_table, 0)
+            return _shared_array(a, name, block.tracker, block.dyn_table, 0)  # Numba: .align 4 (the default)
         a = np.empty(shape, dtype)
         name = _allocation_name(frame, "shared array")
-        return _shared_array(a, name, block.tracker, block.tracker.new_table(), 0)
+        return _shared_array(a, name, block.tracker, block.tracker.new_table(), 0, alignment or 0)
 
 
 class _Local:
@@ -1515,6 +1517,12 @@ def vector_access(array, index, count: int, values=None):
     if int(index[-1]) + count > a.shape[-1]:
         last = index[:-1] + (int(index[-1]) + count - 1,)
         raise _out_of_bounds(array, last, values is not None)
+    if isinstance(array, _SharedArray) and array._align < width:
+        raise MisalignedAccess(
+            f"{_who(t)} {'writes' if values is not None else 'reads'} {width} bytes of {array._name}, declared "
+            f"with the default alignment of {array._align} bytes: Numba aligns a shared array only to its element "
+            f"size, so on the GPU it may start at any multiple of {array._align}. Declare it "
+            f"cuda.shared.array(shape, dtype, alignment={width})")
     if _byte_address(array, index) % width:
         raise MisalignedAccess(
             f"{_who(t)} {'writes' if values is not None else 'reads'} {width} bytes of {array._name} at "

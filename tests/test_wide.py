@@ -18,7 +18,7 @@ if course.ON_GPU:
 def rotate_rows(a, out):
     """Each thread moves 4 floats: a (1-D) -> a shared (4, 64) tile -> the next row's 4 -> out."""
     t = cuda.threadIdx.x
-    tile = cuda.shared.array((4, 64), float32)
+    tile = cuda.shared.array((4, 64), float32, alignment=16)
     wide.store4(tile, t // 16, 4 * (t % 16), wide.load4(a, 4 * t))
     cuda.syncthreads()
     x0, x1, x2, x3 = wide.load4(tile, (t // 16 + 1) % 4, 4 * (t % 16))
@@ -34,7 +34,7 @@ def offset_copy(a, out, offset):
 @cuda.jit
 def racy(out):
     t = cuda.threadIdx.x
-    tile = cuda.shared.array(8, float32)
+    tile = cuda.shared.array(8, float32, alignment=16)
     wide.store4(tile, 4 * (t % 2), (1.0, 2.0, 3.0, 4.0))
     out[t] = tile[(4 * t + 4) % 8]  # another thread's element, no barrier between
 
@@ -68,6 +68,20 @@ def test_an_address_that_is_not_a_multiple_of_16_bytes_is_named():
     np.testing.assert_array_equal(out, a[4:])
 
 
+@cuda.jit
+def default_aligned(out):
+    tile = cuda.shared.array(8, float32)  # Numba's default: aligned to 4 bytes only
+    t = cuda.threadIdx.x
+    wide.store4(tile, 4 * t, (1.0, 2.0, 3.0, 4.0))
+    cuda.syncthreads()
+    out[t] = tile[4 * t]
+
+
+def test_a_shared_array_needs_alignment_16_for_wide_accesses():
+    with pytest.raises(simulator.MisalignedAccess, match=r"alignment=16"):
+        default_aligned[1, 2](np.zeros(2, np.float32))
+
+
 def test_a_vector_past_the_end_is_out_of_bounds():
     with pytest.raises(simulator.OutOfBounds, match=r"index \[131\]"):
         offset_copy[1, 32](np.arange(128, dtype=np.float32), np.zeros(128, np.float32), 4)
@@ -87,7 +101,7 @@ def test_on_the_gpu_they_are_single_vector_instructions(tmp_path):
         @cuda.jit
         def k(a, b, out):
             t = cuda.threadIdx.x
-            tile = cuda.shared.array((4, 64), float32)
+            tile = cuda.shared.array((4, 64), float32, alignment=16)
             wide.store4(tile, t // 16, 4 * (t % 16), wide.load4(a, 4 * t))
             cuda.syncthreads()
             x0, x1, x2, x3 = wide.load4(tile, (t // 16 + 1) % 4, 4 * (t % 16))
