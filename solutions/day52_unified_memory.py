@@ -105,14 +105,40 @@ class SimRuntime:
 _SIM_RUNTIME = SimRuntime()
 
 
+class GpuRuntime:
+    """`cupy.cuda.runtime` (cudaMemAdvise, cudaMemGetInfo, ...), with a prefetch to the host that works
+    on CUDA 13 too: there cudaMemPrefetchAsync takes a location (a device, or the host) instead of a
+    device ordinal, and CuPy 14 passes the ordinal as a device location, so cudaCpuDeviceId (-1) is
+    refused ("invalid device ordinal"). A prefetch to the host then goes through cuda-python's binding
+    with a host location; every other call is CuPy's."""
+
+    def __init__(self):
+        import cupy
+
+        self._rt = cupy.cuda.runtime
+
+    def __getattr__(self, name):
+        return getattr(self._rt, name)
+
+    def memPrefetchAsync(self, ptr, count, dst, stream):
+        if dst != self._rt.cudaCpuDeviceId or self._rt.runtimeGetVersion() < 13000:
+            return self._rt.memPrefetchAsync(ptr, count, dst, stream)
+        from cuda.bindings import runtime as cudart
+
+        where = cudart.cudaMemLocation()
+        where.type = cudart.cudaMemLocationType.cudaMemLocationTypeHost
+        where.id = 0
+        (err,) = cudart.cudaMemPrefetchAsync(ptr, count, where, 0, stream)
+        if err != cudart.cudaError_t.cudaSuccess:
+            raise RuntimeError(f"cudaMemPrefetchAsync to the host: {err}")
+
+
 def runtime():
-    """`cupy.cuda.runtime` on a GPU (cudaMemAdvise, cudaMemPrefetchAsync, cudaMemGetInfo), the recording
-    stand-in in the simulator."""
+    """The CUDA runtime's unified-memory calls (GpuRuntime: CuPy's, cudaMemPrefetchAsync to the host
+    made to work on CUDA 13) on a GPU, the recording stand-in in the simulator."""
     if not ON_GPU:
         return _SIM_RUNTIME
-    import cupy
-
-    return cupy.cuda.runtime
+    return GpuRuntime()
 
 
 def managed_empty(n: int, dtype=np.float32):
