@@ -1,0 +1,277 @@
+"""Day 55 exercise: fused bias + GELU -- out = GELU(x + bias), x (rows, cols) float32, bias (cols,) float32.
+
+The activation of a transformer's MLP, after its first matrix multiply, as torch.nn.functional.gelu
+computes it, both forms graded (`approximate` is "none" or "tanh", as in torch):
+  none  GELU(z) = z Phi(z) = 0.5 z (1 + erf(z / sqrt 2)) = 0.5 z erfc(-z / sqrt 2)   (the exact one)
+  tanh  GELU(z) = 0.5 z (1 + tanh(u)) = z / (1 + exp(-2u)),  u = sqrt(2/pi) (z + 0.044715 z^3)
+The kernels use the right-hand forms: the same functions, with no cancellation for negative z (where
+1 + erf and 1 + tanh subtract two numbers near -1 and float32 keeps no digit of the difference).
+float32 only: course.wide moves 4-byte types, and an fp16 path would need its own 8-wide loads.
+
+v1 naive      three elementwise kernels, as unfused framework code runs them: z = x + bias written to
+              memory, g = GELU(z) written to memory, out = g (the store into the caller's array);
+              one float per thread per step (4-byte loads: a warp's request is 4 sectors). The
+              intermediates make three round trips through device memory where one is needed.
+v2 optimized  one pass: each thread loads 16 bytes of x (course.wide.load4, CUDA C's float4), adds its
+              four biases, applies GELU and stores 16 bytes; a grid-stride loop over the flattened
+              array's quads, two quads in flight a step. The grid's stride is a whole number of
+              periods lcm(cols, 4), so a thread's four columns never change: its biases are read once,
+              before the loop, and stay in registers. The flat view keeps every quad 16-byte aligned
+              whatever cols is (no padding, no per-row fallback); the last rows*cols % 4 elements are
+              a scalar tail.
+
+Napkin math (H200, device copy ~4.2 TB/s read + write): the minimum is x read and out written once,
+8 bytes an element (bias: 4 cols bytes, nothing). At (16384, 4096) that is 256 MB + 256 MB = 537 MB:
+~0.13 ms at the copy rate. The naive passes move 3x that: each of the three kernels reads and writes
+a full (rows, cols) array, ~0.38 ms at best (the simulator counts 3.5x: it also counts the naive
+bias kernel re-reading bias[c] per element, which on the GPU hits L1). Arithmetic is no limit: ~25
+instructions an element (exp or erfc included) against the ~60 an SM can issue in the time HBM
+delivers an element's 8 bytes. torch's gelu(x + bias) is two kernels, x + bias written and read
+again: 4 bytes of traffic for every 2 the fused kernel moves, ~0.25 ms at best. Target: the fused
+kernel >= 90 % of the copy rate, and faster than torch; to be measured on the H200.
+
+What you write (each raises NotImplementedError with its hint until you do):
+  gelu_tanh         u from the cubic; e = exp(-2|u|); z / (1 + e) or z e / (1 + e) by the sign of u (4 lines)
+  gelu_erf          half of z times erfc(-z SQRT_HALF), in float32 (1 line)
+  add_bias_kernel   a grid-stride loop over rows * cols writing z[r, c] = x[r, c] + bias[c] (8 lines)
+  gelu_kernel       the same loop writing g[r, c] = gelu(z[r, c], exact) (8 lines)
+  store_kernel      the same loop copying g into out (8 lines)
+  bias_gelu_kernel  the biases into registers; two quads a step with wide.load4 / wide.store4; the last quad; the
+                    tail (29 lines)
+Everything else in this file is given. Grade with:  make check DAY=55
+"""
+
+import math
+
+import numpy as np
+
+from course import cuda, launch, wide
+from numba import float32  # numba names only after the course import
+
+TITLE = "Fused bias + GELU"
+MEMORY_SPACE = "global + register"
+VERSIONS = ("naive", "optimized")
+APPROXIMATIONS = ("none", "tanh")  # torch.nn.functional.gelu's `approximate`
+# (rows, cols): a single element; widths 3 and 5 (no row 16-byte aligned but the first; 11 x 3: the
+# period of 3 quads, 4 rows, repeats); 4; 127 and 129 (quads wrap into the next row); 128 (rows aligned:
+# the biases are one 16-byte load). Rows 1 and primes.
+_SHAPES = ((1, 1), (1, 3), (11, 3), (7, 4), (3, 5), (5, 127), (2, 129), (13, 128))
+# Both forms at every shape; last, whole warps with 8 quads a thread: the traffic table's size.
+TEST_SIZES = tuple((r, c, a) for r, c in _SHAPES for a in APPROXIMATIONS) + ((64, 128, "none"),)
+BENCH_SIZES = ((16384, 4096, "tanh"), (16384, 4096, "none"))  # 256 MB in, 256 MB out: 9x the L2
+BOUND = "memory"
+
+THREADS = 256
+BLOCKS_PER_SM = 8  # 2048 threads an SM, two 16-byte loads in flight each: 64 KB in flight an SM
+MIN_QUADS = 8  # a small problem gets fewer threads: each thread's four biases serve >= 8 quads
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+SQRT_HALF = math.sqrt(0.5)
+GELU_CUBIC = 0.044715
+X_SCALE = 2.0  # x ~ N(0, 2^2), bias ~ N(0, 0.5^2): z covers GELU's bend and both tails (|z| up to ~9)
+BIAS_SCALE = 0.5
+
+
+def sizes(n) -> tuple[int, int, str]:
+    """(rows, cols, approximate) of a problem size: an int n is (n, n, "tanh")."""
+    if isinstance(n, int):
+        return n, n, "tanh"
+    rows, cols, approximate = n
+    return int(rows), int(cols), approximate
+
+
+def make_inputs(n, seed: int = 0):
+    """(x (rows, cols), bias (cols,), approximate)."""
+    rows, cols, approximate = sizes(n)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(X_SCALE)
+    bias = rng.standard_normal(cols, dtype=np.float32) * np.float32(BIAS_SCALE)
+    return x, bias, approximate
+
+
+def erfc64(y):
+    """erfc in float64 NumPy (NumPy has none): Numerical Recipes' Chebyshev fit (erfcc), relative error
+    under 1.2e-7 for |y| < 10 (checked against math.erfc; beyond, erfc < 2e-45: zero in float32),
+    a thousand times inside float32's 1e-4 tolerance; vectorised, so the 67M-element benchmark check
+    takes a second, not the minutes of math.erfc element by element."""
+    y = np.asarray(y, dtype=np.float64)
+    a = np.abs(y)
+    t = 1.0 / (1.0 + 0.5 * a)
+    p = t * 0.17087277  # Horner's rule, in place: the benchmark's arrays are 0.5 GB each
+    for c in (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
+              1.00002368):
+        p += c
+        p *= t
+    p -= a * a + 1.26551223
+    r = np.exp(p, out=p)
+    r *= t
+    return np.where(y >= 0, r, 2.0 - r)
+
+
+def gelu_reference(z, approximate: str):
+    """GELU of a float64 array, torch's definitions written without cancellation (see the docstring)."""
+    if approximate == "none":
+        return 0.5 * z * erfc64(-z * SQRT_HALF)
+    u = SQRT_2_OVER_PI * (z + GELU_CUBIC * z**3)
+    with np.errstate(over="ignore"):  # exp(-2u) = inf for very negative z: z / inf = -0, right
+        return z / (1.0 + np.exp(-2.0 * u))
+
+
+def reference(x, bias, approximate):
+    z = x.astype(np.float64) + bias.astype(np.float64)[None, :]
+    return gelu_reference(z, approximate).astype(np.float32)
+
+
+def traffic(x, bias, approximate):
+    """(minimum bytes through device memory: x read, out written, bias read once; FLOPs: ~8 an element:
+    the bias add, the polynomial or the scaling, the final product, a transcendental counted as one)."""
+    n = x.shape[0] * x.shape[1]
+    return 4 * (2 * n + bias.shape[0]), 8 * n
+
+
+# ---- the activation, one float32 at a time (both versions) ------------------------------------------
+
+@cuda.jit(device=True, inline=True)
+def gelu_tanh(z):
+    """torch's approximate="tanh" in float32, as z sigmoid(2u) (1 + tanh(u) = 2 sigmoid(2u)),
+    u = SQRT_2_OVER_PI (z + GELU_CUBIC z^3), evaluated with e = exp(-2|u|) <= 1 (no overflow):
+    sigmoid(2u) = 1 / (1 + e) for u >= 0 and e / (1 + e) for u < 0. Constants as float32(...): a
+    Python float would make the arithmetic float64."""
+    raise NotImplementedError("Day 55: u from the cubic; e = exp(-2|u|); z / (1 + e) or z e / (1 + e) by the sign of u "
+                              "(4 lines)")
+
+
+@cuda.jit(device=True, inline=True)
+def gelu_erf(z):
+    """The exact GELU in float32: 0.5 z erfc(-z / sqrt 2) (= 0.5 z (1 + erf(z / sqrt 2)), written so
+    that negative z, where 1 + erf cancels, keeps its digits): math.erfc, constants as float32."""
+    raise NotImplementedError("Day 55: half of z times erfc(-z SQRT_HALF), in float32 (1 line)")
+
+
+@cuda.jit(device=True, inline=True)
+def gelu(z, exact):
+    """gelu_erf(z) if exact else gelu_tanh(z) (exact is the same for every thread: no divergence)."""
+    if exact:
+        return gelu_erf(z)
+    return gelu_tanh(z)
+
+
+# ---- v1: three elementwise kernels, the intermediates in device memory ------------------------------
+
+@cuda.jit
+def add_bias_kernel(x, bias, z):  # x, z (rows, cols), bias (cols,)
+    """z[r, c] = x[r, c] + bias[c]: grid-stride over the rows * cols elements, element i at
+    r = i // cols, c = i - r cols (consecutive threads, consecutive columns: coalesced)."""
+    raise NotImplementedError("Day 55: a grid-stride loop over rows * cols writing z[r, c] = x[r, c] + bias[c] (8 "
+                              "lines)")
+
+
+@cuda.jit
+def gelu_kernel(z, g, exact):  # z, g (rows, cols); exact: 1 for "none", 0 for "tanh"
+    """g[r, c] = gelu(z[r, c], exact), the same grid-stride loop."""
+    raise NotImplementedError("Day 55: the same loop writing g[r, c] = gelu(z[r, c], exact) (8 lines)")
+
+
+@cuda.jit
+def store_kernel(g, out):  # g, out (rows, cols)
+    """out[r, c] = g[r, c], the same loop: the result's last trip through memory."""
+    raise NotImplementedError("Day 55: the same loop copying g into out (8 lines)")
+
+
+# ---- v2: one pass, 16 bytes a load, the biases in registers -----------------------------------------
+
+@cuda.jit
+def bias_gelu_kernel(x, bias, out, cols, threads, exact):  # x, out (rows * cols,) flat; bias (cols,)
+    """out = gelu(x + bias) over the flattened array, in quads (4 consecutive floats, 16 bytes).
+
+    Thread t < threads (the rest return) owns quads q = t, t + threads, t + 2 threads, ... below
+    nq = x.size // 4. `threads` is a multiple of period = cols / gcd(cols, 4), so a stride of
+    4 threads elements is a whole number of rows: the thread's quads all start at column
+    c0 = 4 t % cols. Before the loop: its four biases b0..b3 = bias[(c0 + k) % cols], k = 0..3 (one
+    wide.load4(bias, c0) when cols % 4 == 0, else four scalar loads wrapping past the row's end),
+    loaded only if t < nq. The loop: two quads in flight a step (load both with wide.load4(x, 4 q),
+    then compute and wide.store4 both), then the last single quad. Afterwards the tail, the
+    n - 4 nq < 4 elements past the last quad: element i = 4 nq + t, t + threads, ... below n
+    (column i % cols), with scalar accesses."""
+    t = cuda.grid(1)
+    if t >= threads:
+        return
+    n = x.size
+    nq = n // 4
+    raise NotImplementedError("Day 55: the biases into registers; two quads a step with wide.load4 / wide.store4; the "
+                              "last quad; the tail (29 lines)")
+
+
+_SIG_2D = "void(float32[:, ::1], float32[:, ::1])"
+KERNELS = {
+    "naive": (add_bias_kernel, "void(float32[:, ::1], float32[::1], float32[:, ::1])"),
+    "naive.gelu": (gelu_kernel, "void(float32[:, ::1], float32[:, ::1], int32)"),
+    "naive.store": (store_kernel, _SIG_2D),
+    "optimized": (bias_gelu_kernel, "void(float32[::1], float32[::1], float32[::1], int64, int64, int32)"),
+}
+
+
+def check_inputs(x, bias, approximate) -> None:
+    """ValueError unless x is a C-contiguous float32 (rows, cols), bias a float32 (cols,), and
+    approximate "none" or "tanh"."""
+    launch.check_array("x", x, dtype=np.float32, ndim=2)
+    launch.check_array("bias", bias, dtype=np.float32, shape=(x.shape[1],))
+    if not isinstance(approximate, str) or approximate not in APPROXIMATIONS:
+        raise ValueError(f"approximate: expected one of {APPROXIMATIONS}, got {approximate!r}")
+
+
+def _exact(approximate: str) -> int:
+    return 1 if approximate == "none" else 0
+
+
+def naive(x, bias, approximate):
+    check_inputs(x, bias, approximate)
+    d_x, d_bias = launch.to_device(x, bias)
+    rows, cols = x.shape
+    out = launch.empty((rows, cols), np.float32)
+    if out.size == 0:
+        return launch.result(out, x, bias)
+    z = launch.empty((rows, cols), np.float32)
+    g = launch.empty((rows, cols), np.float32)
+    grid = launch.grid_stride_blocks(rows * cols, THREADS)
+    add_bias_kernel[grid, THREADS](d_x, d_bias, z)
+    gelu_kernel[grid, THREADS](z, g, _exact(approximate))
+    store_kernel[grid, THREADS](g, out)
+    return launch.result(out, x, bias)
+
+
+def grid_threads(rows: int, cols: int) -> int:
+    """Threads of the fused kernel: a multiple of cols / gcd(cols, 4) (a whole number of periods, so a
+    thread's columns stay fixed), about BLOCKS_PER_SM x THREADS an SM, and no more than give each
+    thread MIN_QUADS quads (at least one period)."""
+    period = cols // math.gcd(cols, 4)
+    nq = rows * cols // 4
+    target = launch.sm_count() * BLOCKS_PER_SM * THREADS
+    return period * max(1, min(target // period, nq // (MIN_QUADS * period)))
+
+
+def optimized(x, bias, approximate):
+    check_inputs(x, bias, approximate)
+    d_x, d_bias = launch.to_device(x, bias)
+    rows, cols = x.shape
+    out = launch.empty((rows, cols), np.float32)
+    if out.size == 0:
+        return launch.result(out, x, bias)
+    threads = grid_threads(rows, cols)
+    # Flat views (no copy): quad q starts 16 q bytes into the allocation, always 16-byte aligned,
+    # where row r of a width that is not a multiple of 4 starts at 4 r cols bytes, not aligned.
+    n = rows * cols
+    bias_gelu_kernel[launch.blocks(threads, THREADS), THREADS](
+        d_x.reshape(n), d_bias, out.reshape(n), cols, threads, _exact(approximate))
+    return launch.result(out, x, bias)
+
+
+def library(x, bias, approximate):
+    """torch.nn.functional.gelu(x + bias, approximate=...) on the GPU (two kernels: the add, then the
+    GELU), a row of the benchmark table."""
+    import torch
+
+    check_inputs(x, bias, approximate)
+    tx = torch.as_tensor(x, device="cuda")
+    tb = torch.as_tensor(bias, device="cuda")
+    out = torch.nn.functional.gelu(tx + tb, approximate=approximate)
+    return out.cpu().numpy() if isinstance(x, np.ndarray) else cuda.as_cuda_array(out)
