@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import tempfile
+import types
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,6 +191,24 @@ def with_constants(day: int | str, **values) -> ModuleType:
     tag = re.sub(r"[^A-Za-z0-9_]", "_", tag)
     out = _write_source("course_variants", f"{info.slug}__{tag}.py", source)
     return _load_file(f"variant_{out.stem}", out)
+
+
+def with_globals(kernel, **replacements):
+    """The same kernel compiled again with some of the globals it reads replaced: another device
+    function or constant in place of its own (``with_globals(day46.kernel, tile_coords=grouped)``).
+
+    The kernel's Python source is unchanged and not copied; only the names it looks up differ, so a
+    day can ask "what if the blocks took their tiles in another order" without a second kernel."""
+    from course import cuda
+
+    py = getattr(kernel, "py_func", kernel)
+    missing = [name for name in replacements if name not in py.__code__.co_names]
+    if missing:
+        raise ValueError(f"{py.__name__} reads no global named {', '.join(missing)}")
+    scope = dict(py.__globals__, **replacements)
+    fn = types.FunctionType(py.__code__, scope, py.__name__, py.__defaults__, py.__closure__)
+    fn.__doc__, fn.__qualname__, fn.__module__ = py.__doc__, py.__qualname__, py.__module__
+    return cuda.jit(fn, fastmath=bool(getattr(kernel, "targetoptions", {}).get("fastmath")))
 
 
 def load_target(day: int | str) -> ModuleType:

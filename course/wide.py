@@ -14,8 +14,8 @@ They work on kernel arguments and shared arrays of any 4-byte type (float32, int
 address must be a multiple of 16 bytes: the element index along the last axis a multiple of 4, and
 (for 2-D) each row a multiple of 4 elements long. A shared array must be declared
 ``cuda.shared.array(shape, float32, alignment=16)``: Numba aligns shared arrays to their element size
-only, so without it the array may start anywhere on a 4-byte boundary (the simulator raises). On a GPU a misaligned wide access stops the kernel
-("misaligned address") and the context with it; the simulator raises ``MisalignedAccess`` naming the
+only, so without it the array may start anywhere on a 4-byte boundary (the simulator raises). On a
+GPU a misaligned wide access stops the kernel ("misaligned address") and the context with it; the simulator raises ``MisalignedAccess`` naming the
 thread, the array and the index, and checks bounds and races element by element. The traffic
 recorder counts one access of 16 bytes a lane (``course.traffic``), as Nsight Compute would.
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import course
-from course import checking, days, launch
+from course import checking, cuda, days, launch
 from course.device import choose
 
 
@@ -320,3 +320,32 @@ def test_bench_without_a_gpu_counts_the_traffic_of_each_version():
     exercise = subprocess.run([sys.executable, "-m", "course", "bench", "5", "--exercise"], capture_output=True,
                               text=True, cwd=days.ROOT)
     assert exercise.returncode == 0 and "not written" in exercise.stdout
+
+
+@cuda.jit(device=True)
+def _plus_one(v):
+    return v + 1
+
+
+@cuda.jit(device=True)
+def _times_two(v):
+    return 2 * v
+
+
+@cuda.jit
+def _apply(out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = _plus_one(i)
+
+
+def test_with_globals_compiles_the_same_kernel_with_another_device_function():
+    """course.days.with_globals (day 54): the kernel's own code, a replaced global, a fresh kernel."""
+    twice = days.with_globals(_apply, _plus_one=_times_two)
+    out = np.zeros(37, np.float32)
+    twice[1, 64](out)
+    np.testing.assert_array_equal(out, 2 * np.arange(37))
+    _apply[1, 64](out)
+    np.testing.assert_array_equal(out, np.arange(37) + 1)  # the original is untouched
+    with pytest.raises(ValueError, match="no global named"):
+        days.with_globals(_apply, not_read=_times_two)

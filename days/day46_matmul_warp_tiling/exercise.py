@@ -57,7 +57,7 @@ C stored as float4 only where a whole tile has 16-byte-aligned rows.
 
 What you write (each raises NotImplementedError with its hint until you do):
   matmul_warp_tiling_kernel  prologue + sync; a step: prefetch next, warp/lane-tiled float4 fragments, outer
-                             product, store, sync (126 lines)
+                             product, store, sync (124 lines)
 Everything else in this file is given. Grade with:  make check DAY=46
 """
 
@@ -147,10 +147,19 @@ assert THREADS % B_QUADS_PER_ROW == 0, "B loader: each pass whole rows of the B 
 assert (A_STRIDE * 4) % 16 == 0 and (VEC * A_STRIDE) % 32 == 16  # aligned rows; k 4 apart -> banks 16 apart
 
 
+@cuda.jit(device=True, inline=True)
+def tile_coords(block, tiles_m, tiles_n):
+    """(tile row, tile column) of the tile of C that block ``block`` computes: tile columns fastest,
+    so consecutive blocks share a row panel of A in L2. Day 54 compiles the kernel again with another
+    order in its place (course.days.with_globals)."""
+    tr = block // tiles_n
+    return tr, block - tr * tiles_n
+
+
 @cuda.jit
 def matmul_warp_tiling_kernel(a, b, c):  # a (M, K4), b (K4, N4), c (M, N); K4, N4 multiples of 4
     """One block of THREADS = 256 threads per BM x BN = 128 x 128 tile of C, the tiles on a 1-D grid
-    (tile columns fastest: tr, tc = divmod(cuda.blockIdx.x, ceil(N / BN))), BK = 16 deep k steps,
+    (tr, tc = tile_coords(cuda.blockIdx.x, ceil(M / BM), ceil(N / BN)): tile columns fastest), BK = 16 deep k steps,
     a and b padded to rows of a multiple of 4 floats (a.shape[1] = K4, b.shape[1] = N4; b keeps its K
     rows), c (M, N). Every global access is a float4 (course.wide).
 
@@ -185,7 +194,7 @@ def matmul_warp_tiling_kernel(a, b, c):  # a (M, K4), b (K4, N4), c (M, N); K4, 
     unrolled, and the accumulators would go to the stack).
     """
     raise NotImplementedError("Day 46: prologue + sync; a step: prefetch next, warp/lane-tiled float4 fragments, outer "
-                              "product, store, sync (126 lines)")
+                              "product, store, sync (124 lines)")
 
 
 _SIG = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
