@@ -13,11 +13,12 @@ four ``ld.global.f32``. These functions are the one instruction a CUDA C kernel 
 They work on kernel arguments and shared arrays of any 4-byte type (float32, int32, uint32). The
 address must be a multiple of 16 bytes: the element index along the last axis a multiple of 4, and
 (for 2-D) each row a multiple of 4 elements long. A shared array must be declared
-``cuda.shared.array(shape, float32, alignment=16)``: Numba aligns shared arrays to their element size
-only, so without it the array may start anywhere on a 4-byte boundary (the simulator raises). On a
-GPU a misaligned wide access stops the kernel ("misaligned address") and the context with it; the simulator raises ``MisalignedAccess`` naming the
-thread, the array and the index, and checks bounds and races element by element. The traffic
-recorder counts one access of 16 bytes a lane (``course.traffic``), as Nsight Compute would.
+``cuda.shared.array(shape, float32, alignment=16)``: Numba aligns shared arrays to their element
+size only, so without it the array may start anywhere on a 4-byte boundary (the simulator raises).
+On a GPU a misaligned wide access stops the kernel ("misaligned address") and the context with it;
+the simulator raises ``MisalignedAccess`` naming the thread, the array and the index, and checks
+bounds and races element by element. The traffic recorder counts one access of 16 bytes a lane
+(``course.traffic``), as Nsight Compute would.
 
 On the GPU (and for ``course.compiler``) each function is a Numba intrinsic: it takes the element's
 address, casts it to a pointer to a 4-vector and loads or stores it with 16-byte alignment, which
