@@ -66,12 +66,24 @@ def check_array(name: str, a, *, dtype=None, ndim: int | None = None, shape: tup
                          "pass np.ascontiguousarray(...)")
 
 
+def _canonical_strides(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous array with the strides NumPy would give a fresh one (same memory, no copy). A
+    length-1 axis may carry any stride (x[None, :] has stride 0 there) and NumPy still calls the array
+    C-contiguous; a device copy keeps those strides, and Numba's reshape of it then fails."""
+    if not a.flags.c_contiguous or a.ndim < 2:
+        return a
+    canonical = tuple(int(np.prod(a.shape[i + 1:], dtype=np.int64)) * a.itemsize for i in range(a.ndim))
+    if a.strides == canonical:
+        return a
+    return np.lib.stride_tricks.as_strided(a, a.shape, canonical)
+
+
 def to_device(*arrays):
     """Device views of the arguments (NumPy arrays are copied over). Returns a tuple."""
     out = []
     for a in arrays:
         if isinstance(a, np.ndarray):
-            out.append(cuda.to_device(a))
+            out.append(cuda.to_device(_canonical_strides(a)))
         elif hasattr(a, "__cuda_array_interface__") and not hasattr(a, "copy_to_host"):
             out.append(cuda.as_cuda_array(a))  # e.g. CuPy: zero-copy view
         else:

@@ -21,11 +21,12 @@ sqrt.approx + div.approx, two (or more) MUFU operations, and MUFU does 16 lanes 
 binds at <= 132 * 16 * 1.98e9 / 2 = 2.1e12 interactions/s (~25 TFLOP/s as counted); v3 does the same
 arithmetic (--use_fast_math, b.w / sqrtf) so the three versions differ only in how tiles arrive.
 A shared read of a source is a broadcast reused by 4 targets. A tile is 64 sources x 4 targets =
-256 interactions per thread, ~2500 instructions per warp: at one warp per scheduler (the small bench
-size, 2^16 bodies = 256 blocks of 2 warps over 132 SMs) that is ~2500 issue cycles against a
+256 interactions per thread, ~2500 instructions per warp: at one warp per scheduler (the larger bench
+size, 2^16 bodies = 256 blocks of 2 warps over 132 SMs; 2^15 has half as many) that is ~2500 issue cycles against a
 ~700-cycle load (an L2 hit: 1 MB of bodies) plus a barrier. v1 pays the load every tile: expect v2
 and v3 up to ~25 % faster there (to be measured on the H200). At 2^18 bodies (1024 blocks, ~8 warps
-a scheduler) the other warps already cover v1's stall: expect little gain; double buffering pays
+a scheduler; not a bench size: the float64 reference would take minutes) the other warps already
+cover v1's stall: expect little gain; double buffering pays
 where occupancy cannot hide latency. Tiles in flight: one (the next) is enough, since one tile's
 compute is several times the load's latency.
 
@@ -51,7 +52,7 @@ MEMORY_SPACE = "shared + register"
 VERSIONS = ("staged", "double_buffered", "cp_async")
 SIM_VERSIONS = ("staged", "double_buffered")  # cp_async is CuPy CUDA C: GPU only
 TEST_SIZES = (1, 63, 65, 255, 257, 331)  # a tile (64 sources) -1/+1, a block (256 targets) -1/+1, a prime
-BENCH_SIZES = (1 << 16, 1 << 18)  # 4.3e9 and 6.9e10 interactions: ~1 ms and ~16 ms of rsqrt at the MUFU bound
+BENCH_SIZES = (1 << 15, 1 << 16)  # 1.1e9 and 4.3e9 interactions (the bench re-checks each against the reference)
 BOUND = "compute"
 
 EPS = 0.05  # softening length, same units as the positions
@@ -73,12 +74,19 @@ def make_inputs(n: int, seed: int = 0):
     return (bodies,)
 
 
-def reference(bodies):
+def reference(bodies, chunk: int = 512):
+    """float64, a chunk of targets at a time (n x n would not fit at large n): |r_i - r_j|^2 as
+    |r_i|^2 + |r_j|^2 - 2 r_i . r_j, the cross term a matrix product (positions are O(1) and EPS^2 =
+    2.5e-3, so the cancellation costs ~1e-15 of d2: nothing at float32's tolerance)."""
     b = bodies.astype(np.float64)
+    r, m = b[:, :3], b[:, 3]
+    sq = (r * r).sum(axis=1)
     phi = np.empty(len(b))
-    for i in range(len(b)):  # row by row: n x n in float64 would not fit at large n
-        d2 = ((b[:, :3] - b[i, :3]) ** 2).sum(axis=1) + EPS2
-        phi[i] = (b[:, 3] / np.sqrt(d2)).sum()
+    for lo in range(0, len(b), chunk):
+        d2 = sq[lo:lo + chunk, None] + sq[None, :] - 2.0 * (r[lo:lo + chunk] @ r.T)
+        np.maximum(d2, 0.0, out=d2)
+        d2 += EPS2
+        phi[lo:lo + chunk] = (1.0 / np.sqrt(d2)) @ m
     return phi.astype(np.float32)
 
 
