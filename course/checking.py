@@ -60,7 +60,17 @@ FLOOR = 1e-2  # elements below this share of the output's scale are held to an a
 
 def compare(got, expected, *, rtol: float | None = None, floor: float | None = None, name: str = "output",
             show: int = 5) -> Report:
+    if isinstance(expected, tuple):  # several outputs (a loss and its gradient): each held to its own scale
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return Report(False, f"{name}: expected a tuple of {len(expected)} outputs, got {type(got).__name__}"
+                                 + (f" of {len(got)}" if isinstance(got, (tuple, list)) else ""), np.inf)
+        parts = [compare(g, e, rtol=rtol, floor=floor, name=f"{name}[{i}]", show=show)
+                 for i, (g, e) in enumerate(zip(got, expected))]
+        return Report(all(p.ok for p in parts), "\n".join(p.text for p in parts),
+                      max(p.max_rel_error for p in parts))
     got, expected = to_host(got), np.asarray(expected)
+    if got.ndim == 0 and expected.ndim == 0:  # a scalar result (a mean loss): compared as one element
+        got, expected = got.reshape(1), expected.reshape(1)
     if got.shape != expected.shape:
         return Report(False, f"{name}: expected shape {expected.shape}, got {got.shape}", np.inf)
     if got.dtype != expected.dtype:

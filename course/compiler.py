@@ -173,7 +173,9 @@ def _compile_module_kernels(path: Path) -> dict[str, dict]:
         py_func = getattr(kernel, "py_func", kernel)
         options = getattr(kernel, "targetoptions", {}) or {}
         try:
-            ptx, _ = cuda.compile_ptx(py_func, signature, cc=(9, 0), fastmath=bool(options.get("fastmath")))
+            # launch_bounds as the kernel declares them: ptxas then caps the registers the way the GPU build does
+            ptx, _ = cuda.compile_ptx(py_func, signature, cc=(9, 0), fastmath=bool(options.get("fastmath")),
+                                      launch_bounds=options.get("launch_bounds"))
         except Exception as exc:  # the compiler's own message is what the learner needs
             out[label] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
