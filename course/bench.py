@@ -150,13 +150,14 @@ def copy_peak_gbps(timer: Timer, nbytes: int = 1 << 30) -> float:
     return 2 * nbytes / (ms * 1e-3) / 1e9
 
 
-def gemm_peak_tflops(timer: Timer, n: int = 8192) -> float:
-    """cuBLAS FP32 GEMM through CuPy (TF32 off: CuPy's default for float32 matmul)."""
+def gemm_peak_tflops(timer: Timer, n: int = 8192, dtype: str = "float32") -> float:
+    """cuBLAS GEMM through CuPy: FP32 (TF32 off: CuPy's default for float32 matmul), or FP16 on the
+    tensor cores (a day with PEAK_DTYPE = "float16")."""
     import cupy
 
     rng = cupy.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=cupy.float32)
-    b = rng.standard_normal((n, n), dtype=cupy.float32)
+    a = rng.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
+    b = rng.standard_normal((n, n), dtype=cupy.float32).astype(dtype)
     ms, _ = timer.time(lambda: cupy.matmul(a, b), repeats=10)
     return 2 * n**3 / (ms * 1e-3) / 1e12
 
@@ -180,11 +181,13 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
     steps = len(names) + 1
     tick = progress or (lambda msg: None)
 
-    tick(f"measuring the device's {'copy rate' if bound == 'memory' else 'FP32 GEMM rate'}")
-    peak = copy_peak_gbps(timer) if bound == "memory" else gemm_peak_tflops(timer)
+    gemm_dtype = getattr(sol, "PEAK_DTYPE", "float32")  # a tensor-core day measures against FP16 GEMM
+    gemm_name = f"cuBLAS {'FP16' if gemm_dtype == 'float16' else 'FP32'} GEMM"
+    tick(f"measuring the device's {'copy rate' if bound == 'memory' else gemm_name + ' rate'}")
+    peak = copy_peak_gbps(timer) if bound == "memory" else gemm_peak_tflops(timer, dtype=gemm_dtype)
     device = cuda.get_current_device().name
     device = device.decode() if isinstance(device, bytes) else str(device)
-    result = Result(info.slug, device, bound, "device copy" if bound == "memory" else "cuBLAS FP32 GEMM", peak)
+    result = Result(info.slug, device, bound, "device copy" if bound == "memory" else gemm_name, peak)
 
     inputs = sol.make_inputs(n, seed=1234)
     expected = sol.reference(*inputs)

@@ -86,6 +86,7 @@ from solutions.day43_matmul_2d_blocking import (  # the FP32 step this day build
     matmul_blocking_2d_kernel,
 )
 
+PEAK_DTYPE = "float16"  # course.bench: the peak row is cuBLAS FP16 GEMM (tensor cores), not FP32
 TITLE = "Matrix multiply 9: tensor cores"
 MEMORY_SPACE = "shared + register"
 VERSIONS = ("fp32_path", "half_loads", "tensor_cores")

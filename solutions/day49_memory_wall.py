@@ -260,24 +260,29 @@ def measure_latency(working_set_bytes: int, steps: int = 1 << 14, repeats: int =
     The ring is touched in parallel first (it sits in L2 if it fits); each timed launch makes
     LATENCY_WARM loads first (warming the L1 of the SM it runs on), then `steps` or 2 * `steps` more.
     The difference of the two launches' CUDA-event times, over `steps`, is the time per load: the
-    launch and the warm-up cancel. The median of `repeats` pairs; the final index is checked."""
+    launch and the warm-up cancel. Each launch starts where the one before stopped, so a ring larger
+    than the L2 is chased through lines no earlier launch brought in (starting every launch at one
+    node would time L2 hits from the second launch on, whatever the ring's size). The median of
+    `repeats` pairs; the final index is checked."""
     _need_gpu("measure_latency")
     _check_count("steps", steps, 1, 2**31 - 1)
     ring, order = make_ring(working_set_bytes, seed)
     d_ring = cuda.to_device(ring)
     out = cuda.device_array(1, dtype=np.uint32)
     _touch_kernel[launch.sm_count() * 4, 256](d_ring, out)
-    start = np.uint32(order[0] * LINE)
     warm = min(order.size, LATENCY_WARM)
+    position = [0]  # where on the cycle the next launch starts: after the nodes the last one visited
 
     def timed(loads: int) -> float:
+        first = position[0]
+        position[0] = (first + loads) % order.size
         t0, t1 = cuda.event(), cuda.event()
         t0.record()
-        latency_kernel[1, 1](d_ring, start, loads, out)
+        latency_kernel[1, 1](d_ring, np.uint32(order[first] * LINE), loads, out)
         t1.record()
         t1.synchronize()
         got = int(out.copy_to_host()[0])
-        want = int(order[loads % order.size] * LINE)
+        want = int(order[position[0]] * LINE)
         if got != want:
             raise RuntimeError(f"latency chase over {working_set_bytes} bytes ended at {got}, expected {want}")
         return t0.elapsed_time(t1)
