@@ -117,8 +117,8 @@ class Config(NamedTuple):
 DAY46 = Config(day46.BM, day46.BN, day46.BK, day46.WM, day46.WN, day46.WMITER, day46.WNITER, day46.TM, day46.TN)
 CLASSES = tuple("".join(c) for c in itertools.product("SL", repeat=3))  # "SSS" .. "LLL": M, N, K small/large
 
-# The tuned table: shape class -> configuration. PLACEHOLDER: day 46's configuration for every class;
-# the lead replaces it with best_of(tune()) from an H200 sweep (results/h200/sweeps/day48.json).
+# The tuned table: shape class -> configuration. Not tuned yet: day 46's configuration for every class,
+# until best_of(tune()) from an H200 sweep (results/h200/sweeps/day48.json) replaces it.
 BEST = {
     "SSS": DAY46,
     "SSL": DAY46,

@@ -22,12 +22,18 @@ side issues a quarter of the load instructions of day 43 (each request 512 bytes
 A 16-byte access needs a 16-byte-aligned address: rows of A and B whose length is a multiple of 4
 floats. Other shapes are padded with zero columns on the device first (pad_columns: A to K4 =
 4 ceil(K / 4) columns, B to N4 columns): at 4093 x 4099 x 1021 that copies 33 MB (~15 us at 4.2 TB/s
-against a ~2 ms multiply), at 4096^3 nothing. C keeps its shape: it is stored as float4 where its
-rows are aligned (N a multiple of 4), else element by element. Registers: 64 accumulators + 16
-fragment values; the 2-way bank conflict of the transposed A store (lanes t and t + 1, 4 apart in k,
-write words 4 x 128 apart: one bank)
-is left for day 45, with the overlap of the next tile's loads. SGEMM_CUDA's kernel 6 (vectorized,
+against the 1.17 ms the whole call measures on the H200), at 4096^3 nothing. C keeps its shape: it
+is stored as float4 where its rows are aligned (N a multiple of 4), else element by element.
+Registers: 64 accumulators + 16 fragment values; the 2-way bank conflict of the transposed A store
+(lanes t and t + 1, 4 apart in k, write words 4 x 128 apart: one bank) is left for day 45, with the
+overlap of the next tile's loads. SGEMM_CUDA's kernel 6 (vectorized,
 A transposed) went from 68.7 % to 78.4 % of cuBLAS on an A6000.
+
+Measured on the H200 (make bench, cuBLAS FP32 in the same run): 4.35 ms at 4096^3, 31.6 TFLOP/s,
+61.5 % of cuBLAS's 2.68 ms, 1.87x day 43's 8.15 ms; 1.17 ms at 4093 x 4099 x 1021, 29.2 TFLOP/s,
+65 % of cuBLAS's 0.76 ms at that shape, 1.75x day 43's 2.05 ms. The unit's target (>= 60 % of cuBLAS
+at 4096^3) is met from here on. C is bit-identical to cuBLAS FP32 at both shapes: each output is one
+sequential FMA chain over k in order, as cuBLAS's is (no split-K).
 
 What you write (each raises NotImplementedError with its hint until you do):
   matmul_vectorized_kernel  a float4 of each tile a k step (A transposed), sync, float4 fragments + outer product,

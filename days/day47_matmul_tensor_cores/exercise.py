@@ -3,8 +3,8 @@
 The problem is day 39's with float16 inputs (its own make_inputs, reference, tolerance and
 check_inputs below; sizes, traffic shapes and the benchmark shapes are day 39's). Every product of two
 float16 values is exact in float32 (11 x 11 significant bits fit in 24), so the only rounding left is
-the float32 accumulation, as on day 39. The earlier steps come from day 43 (the lead re-points the
-import at day 46's warp tiling once it lands).
+the float32 accumulation, as on day 39. The FP32 row widens the inputs and runs day 43's 2-D blocking
+(the first step whose speed a tensor-core kernel is usually compared with; days 44-46 halve its time).
 
 v1 fp32_path     what you do without tensor cores: widen A and B to float32 on the device (one pass,
                  2 bytes read and 4 written an element) and run day 43's 2-D blocking kernel on them
@@ -22,30 +22,36 @@ v3 tensor_cores  a CuPy RawKernel in CUDA C (tensor_core_source()): 128 x 128 x 
 
 Napkin math. 2MNK FLOPs on 2(MK + KN) + 4MN bytes: at 4096^3, 137 GFLOP on 101 MB. The H200's dense
 fp16 tensor peak is ~990 TFLOP/s (one m16n8k16, 4096 FLOPs, a cycle an SM at ~1.8 GHz on 132 SMs);
-cuBLAS HGEMM (wgmma, the Hopper warpgroup MMA that reads its operands straight from shared memory)
-measures ~760-790. mma.sync is the Ampere instruction: on Hopper it issues to the same tensor cores
-but a warp at a time, with both operands staged through registers, and microbenchmarks put its
-ceiling near two thirds of the wgmma rate (~600-660 TFLOP/s); that is this kernel's roof. Inside the
-kernel: per 16-deep k step a warp issues 4 ldmatrix.x4 for B (8 n-tiles of 8) and 4 for A (4 m-tiles
-of 16), 8 x 512 bytes = 32 shared wavefronts, for 32 mma: one wavefront an mma, and the cp.async
-stores add 16 KB per 128 x 128 x 32 tile (128 wavefronts per 256 mma). So shared memory serves
+cuBLAS HGEMM uses wgmma, the Hopper warpgroup MMA that reads its operands straight from shared memory
+(the library row below, astype included, measured 518 TFLOP/s at 4096^3). mma.sync is the Ampere
+instruction: on Hopper it issues to the same tensor cores but a warp at a time, with both operands
+staged through registers, and microbenchmarks put its ceiling near two thirds of the wgmma rate
+(~600-660 TFLOP/s); that is this kernel's roof. Inside the kernel: per 16-deep k step a warp issues
+4 ldmatrix.x4 for B (8 n-tiles of 8) and 4 for A (4 m-tiles of 16), 8 x 512 bytes = 32 shared
+wavefronts, for 32 mma: one wavefront an mma, and the cp.async stores add 16 KB per 128 x 128 x 32
+tile (128 wavefronts per 256 mma). So shared memory serves
 ~0.67 mma a cycle at most, about the mma.sync ceiling (a 64 x 32 warp tile, 6 ldmatrix per 16 mma,
 would cap it at 0.5: the reason for 4 warps of 64 x 64 rather than 8 of 64 x 32). Global side: a
 128 x 128 x 32 tile reads 16 KB for 1 MFLOP, 64 FLOPs per byte from L2 (day 43: 32); tiles run in
 groups of 8 tile rows so a wave of blocks reuses B from L2. Registers: 128 accumulators + 16 (B) + 4
 (A) fragment registers + addresses, under 255 with no spills (the nvcc test checks); 128 threads x
 <= 256 registers and 48 KB of shared memory (3 stages x 16 KB) a block: two blocks an SM, 8 warps,
-each with 32 independent mma a k step to cover the tensor pipe's latency. Expected: well over 50 % of
-cuBLAS HGEMM at 4096^3 (aim 70 %), to be measured on the H200. The two FP32 paths are bound by the
-FP32 FMA rate (~60 TFLOP/s): under 8 % of cuBLAS HGEMM whatever they do.
+each with 32 independent mma a k step to cover the tensor pipe's latency. The target: over 50 % of
+cuBLAS HGEMM at 4096^3 (aim 70 %). Measured on the H200 (make bench, the library row in the same run
+at each shape): 375.6 us at 4096^3, 366 TFLOP/s, 70.6 % of the library row (265 us, 518 TFLOP/s,
+which includes its astype to float32), 22x half_loads: the target met; at 4093 x 4099 x 1021 223.5 us,
+153 TFLOP/s, 1.39x faster than cuBLAS's 311 us there. The two FP32 paths are bound by the FP32 FMA
+rate (~60 TFLOP/s peak): measured 16.6 TFLOP/s each at 4096^3 (8.3 ms, 3.2 % of the library row) and
+16.0-16.4 at 4093 x 4099 x 1021 (about 15 % of a library row that reaches only 110 TFLOP/s there).
 
 Edges: cp.async moves aligned 16-byte chunks (8 halves), so each row of A and of B must start on 16
 bytes: when K or N is not a multiple of 8 (or an input is not 16-byte aligned) the host copies A to
 (M, ceil8(K)) or B to (K, ceil8(N)) with zeros (cupy.zeros plus a slice copy). At 4096^3 nothing is
 copied; at 4093 x 4099 x 1021 both are (K = 1021, N = 4099): 8.4 MB each, ~40 MB moved by four small
-kernels, ~10-15 us against a GEMM of ~60-70 us at the expected rate (34 GFLOP): to be measured. Inside
-the kernel every chunk past M, N or K is zero-filled by cp.async's src-size operand (0 bytes read), so
-the k loop runs ceil(K / 32) tiles with no guard in the mma loop, and only outputs inside C are stored.
+kernels, ~10-15 us by the napkin math, inside the 223.5 us the whole call measures (34 GFLOP; the
+copies' share is not measured separately). Inside the kernel every chunk past M, N or K is zero-filled
+by cp.async's src-size operand (0 bytes read), so the k loop runs ceil(K / 32) tiles with no guard in
+the mma loop, and only outputs inside C are stored.
 
 library: cupy.matmul on the float16 inputs (cuBLAS, fp32 accumulation by CuPy's default compute type),
 whose output is float16: cast to float32 (.astype), which rounds every output to fp16 (2^-11 of it:
