@@ -48,10 +48,13 @@ memory). Per element through L1/L2:
 version's 24 bytes ~0.75 ms. (1024, 128256): 525 MB, the same. The optimized second read may come from L2
 where the rows in flight fit (4 blocks x 132 SMs x 128 KB = 68 MB at 32000, about the L2's size; 264 MB at
 128256, several times it): then it runs past 100 % of the copy rate on traffic()'s count.
-Targets (to be measured on the H200): the optimized version >= 90 % of the copy rate on its 12 bytes an
-element at both BENCH_SIZES, and faster than torch's forward + backward (torch's forward alone is 24 % of
-copy at 4096 x 128256; its backward reads the logits or the saved log-softmax again and writes the
-gradient).
+Targets: the optimized version >= 90 % of the copy rate on its 12 bytes an element at both BENCH_SIZES,
+and faster than torch's forward + backward (the guide measured torch's forward alone at 24 % of copy at
+4096 x 128256; its backward reads the logits or the saved log-softmax again and writes the gradient).
+Both met on the H200 (device copy 4192 GB/s in the same run):
+  (4096, 32000)    396.3 us, 3,969 GB/s, 94.7 % of copy, 3.46x naive, 2.8x faster than torch (1,121.1 us)
+  (1024, 128256)   397.9 us, 3,961 GB/s, 94.6 %, 3.45x naive, 3.0x faster than torch (1,201.1 us)
+The same 95 % at both vocabularies: no run past 100 % at 32000 (the L2 hit rate was not measured).
 """
 
 import math

@@ -14,15 +14,17 @@ v2 optimized  CHAINS = 8 walkers per thread, advanced together in an unrolled lo
 
 Napkin math (Little's law: bandwidth = bytes in flight / latency). Reads: 4 bytes a step; at
 (2^21 walkers, 64 steps) 537 MB read + 8 MB written, ~0.13 ms at the H200's ~4.2 TB/s copy rate.
-HBM latency is roughly 0.6-0.8 us unloaded (measure_latency measures it), so the copy rate needs
-~4.2 TB/s x 0.7 us = ~3 MB in flight device-wide: ~22 KB per SM on 132 SMs, ~180 warp-loads of 128 B.
-Naive: an SM holds at most 2048 threads, one 4-byte load each: 8 KB per SM, 1.08 MB device-wide,
-a bound of ~1.08 MB / 0.7 us = ~1.5 TB/s (~35 % of the copy rate); more blocks only queue behind the
-resident ones. Optimized: 8 loads of 4 bytes per thread; at 32 registers 8 blocks of 256 fit an SM,
-2048 threads x 32 B = 64 KB per SM, ~8.6 MB device-wide: ~3x what Little asks, so the memory system
-saturates (the loaded latency rises, to ~2 us, instead of the bandwidth falling). The bench size's
-2^18 threads are 1024 blocks: one wave on 132 x 8 = 1056 resident slots. Target: >= 85 % of the copy
-rate; H200 times to be measured.
+HBM latency was guessed at 0.6-0.8 us unloaded, ~3 MB in flight at 4.2 TB/s; measure_latency gives
+298-338 ns on the H200 (L1 20 ns, L2 ~145 ns), so the copy rate x the unloaded latency is 1.3-1.4 MB
+device-wide: ~10 KB per SM on 132 SMs, ~80 warp-loads of 128 B.
+Naive: an SM holds at most 2048 threads, one 4-byte load each: 8 KB per SM, 1.08 MB device-wide;
+more blocks only queue behind the resident ones. Optimized: 8 loads of 4 bytes per thread; at 32
+registers 8 blocks of 256 fit an SM, 2048 threads x 32 B = 64 KB per SM, ~8.6 MB device-wide, so the
+memory system saturates (the loaded latency rises, to ~2 us, instead of the bandwidth falling). The
+bench size's 2^18 threads are 1024 blocks: one wave on 132 x 8 = 1056 resident slots. Target: >= 85 %
+of the copy rate. Measured on the H200: naive 228 us (2,392 GB/s, 56 % of the 4,249 GB/s copy),
+optimized 138 us (3,939 GB/s, 93 %, 8.4 MB in flight); bandwidth_vs_in_flight reaches 85 % at 4.3 MB
+in flight, about three times copy rate x unloaded latency: under load each load takes ~1.1 us.
 
 Measured on the machine itself (GPU only): measure_latency(bytes) chases a random single cycle over a
 working set with one thread (the latency ladder: L1, L2, HBM), and bandwidth_vs_in_flight() times
@@ -242,24 +244,29 @@ def measure_latency(working_set_bytes: int, steps: int = 1 << 14, repeats: int =
     The ring is touched in parallel first (it sits in L2 if it fits); each timed launch makes
     LATENCY_WARM loads first (warming the L1 of the SM it runs on), then `steps` or 2 * `steps` more.
     The difference of the two launches' CUDA-event times, over `steps`, is the time per load: the
-    launch and the warm-up cancel. The median of `repeats` pairs; the final index is checked."""
+    launch and the warm-up cancel. Each launch starts where the one before stopped, so a ring larger
+    than the L2 is chased through lines no earlier launch brought in (starting every launch at one
+    node would time L2 hits from the second launch on, whatever the ring's size). The median of
+    `repeats` pairs; the final index is checked."""
     _need_gpu("measure_latency")
     _check_count("steps", steps, 1, 2**31 - 1)
     ring, order = make_ring(working_set_bytes, seed)
     d_ring = cuda.to_device(ring)
     out = cuda.device_array(1, dtype=np.uint32)
     _touch_kernel[launch.sm_count() * 4, 256](d_ring, out)
-    start = np.uint32(order[0] * LINE)
     warm = min(order.size, LATENCY_WARM)
+    position = [0]  # where on the cycle the next launch starts: after the nodes the last one visited
 
     def timed(loads: int) -> float:
+        first = position[0]
+        position[0] = (first + loads) % order.size
         t0, t1 = cuda.event(), cuda.event()
         t0.record()
-        latency_kernel[1, 1](d_ring, start, loads, out)
+        latency_kernel[1, 1](d_ring, np.uint32(order[first] * LINE), loads, out)
         t1.record()
         t1.synchronize()
         got = int(out.copy_to_host()[0])
-        want = int(order[loads % order.size] * LINE)
+        want = int(order[position[0]] * LINE)
         if got != want:
             raise RuntimeError(f"latency chase over {working_set_bytes} bytes ended at {got}, expected {want}")
         return t0.elapsed_time(t1)

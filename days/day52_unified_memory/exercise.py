@@ -23,8 +23,14 @@ Napkin math (n = 2^26 float32: x and y 256 MB each): every version moves x and y
 So the kernel is noise; what counts is how the 768 MB cross the link. Prefetch should come near the
 DMA rate; first touch pays a fault round trip (GPU -> driver -> migrate -> map -> replay) per
 migrated piece, and the kernel's warps stall on each: its rate, per GB, is what
-`first_touch_vs_prefetch` measures (to be measured on the H200). The copies into managed memory
-cost all versions but v3 a host memcpy (the host's first touch of fresh managed pages).
+`first_touch_vs_prefetch` measures. The copies into managed memory cost all versions but v3 a host
+memcpy (the host's first touch of fresh managed pages).
+Measured on the H200 (PCIe): first touch 155-178 ms per GB of x and y (852 at 0.25 GB), prefetch +
+kernel 52-56 ms per GB (~20 GB/s, not the DMA rate), explicit pageable copies 113-122 ms per GB; y's way
+back by host faults costs what a prefetch back plus the host's read does. The bench's host functions:
+naive 402 ms, prefetched 350 ms, device 135 ms. host_touch_cost's y rows, as first run, moved no page
+(they assigned a view to itself, which NumPy skips: ~1 us for 131,072 pages); they now add zero (a read
+and a write a page), not yet measured. The read-mostly x row: 1.48 ms on the host, the next kernel 0.51 ms.
 
 In the simulator there is no managed memory and no driver: plain NumPy arrays stand in for managed
 ones and `runtime()` records the advice and prefetch calls instead of making them, so the kernel
@@ -416,7 +422,7 @@ def host_touch_cost(gb: float = 1.0, strides=(PAGE, 64 << 10, 2 << 20), a: float
         view = host(m)[::step]  # one element every `stride` bytes
         t = time.perf_counter()
         if m is my:
-            view[...] = view  # a read and a write of the same value: the page moves to the host
+            view += np.float32(0.0)  # a read and a write of the same value: the page moves to the host
         else:
             float(view.sum(dtype=np.float64))
         host_ms = (time.perf_counter() - t) * 1e3

@@ -28,7 +28,10 @@ bias kernel re-reading bias[c] per element, which on the GPU hits L1). Arithmeti
 instructions an element (exp or erfc included) against the ~60 an SM can issue in the time HBM
 delivers an element's 8 bytes. torch's gelu(x + bias) is two kernels, x + bias written and read
 again: 4 bytes of traffic for every 2 the fused kernel moves, ~0.25 ms at best. Target: the fused
-kernel >= 90 % of the copy rate, and faster than torch; to be measured on the H200.
+kernel >= 90 % of the copy rate, and faster than torch. Measured on the H200 at (16384, 4096), device copy
+4225 GB/s in the same run: tanh 143.6 us, 3,738 GB/s, 88.5 % of copy (1.5 points short of the target),
+6.46x naive, 2.3x faster than torch's 325.2 us; exact ("none") 158.1 us, 3,396 GB/s, 80.5 % (9.5 points
+short: erfcf costs 10 % over tanh), 6.20x naive, 2.1x faster than torch's 324.5 us.
 
 What you write (each raises NotImplementedError with its hint until you do):
   gelu_tanh         u from the cubic; e = exp(-2|u|); z / (1 + e) or z e / (1 + e) by the sign of u (4 lines)
