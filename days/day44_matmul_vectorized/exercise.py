@@ -144,14 +144,20 @@ KERNELS = {
 }
 
 
-def vectorized(a, b):
+def run_padded(kernel, a, b, tile_m: int, tile_n: int, threads):
+    """c = a @ b through a kernel that reads A and B with 16-byte loads: day 39's run_tiled with A and
+    B padded to rows of a multiple of 4 floats first (pad_columns: no copy when they already are).
+    The host side of every 16-byte step from day 44 on. NumPy in, NumPy out; device in, device out."""
     check_inputs(a, b)
     m, n = a.shape[0], b.shape[1]
     d_a, d_b = launch.to_device(a, b)
     c = launch.empty((m, n), np.float32)
-    matmul_vectorized_kernel[launch.blocks(m, BM) * launch.blocks(n, BN), THREADS_2D](
-        pad_columns(d_a), pad_columns(d_b), c)
+    kernel[launch.blocks(m, tile_m) * launch.blocks(n, tile_n), threads](pad_columns(d_a), pad_columns(d_b), c)
     return launch.result(c, a, b)
+
+
+def vectorized(a, b):
+    return run_padded(matmul_vectorized_kernel, a, b, BM, BN, THREADS_2D)
 
 
 # The unit's fixed interface: optimized(a, b) is the best step so far.
