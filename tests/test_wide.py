@@ -115,3 +115,48 @@ def test_on_the_gpu_they_are_single_vector_instructions(tmp_path):
     assert ptx.count("ld.global.v4.f32") == 2 and ptx.count("st.global.v4.f32") == 1
     assert ptx.count("st.shared.v4.f32") == 1 and ptx.count("ld.shared.v4.f32") == 1
     assert rep.count("vector ld/st") == 5 and rep.stack_bytes == 0
+
+
+@cuda.jit
+def halves_copy(a, out):
+    i = cuda.threadIdx.x
+    h = wide.load8(a, 8 * i)
+    wide.store8(out, 8 * i, (h[1], h[0], h[2], h[3], h[4], h[5], h[6], h[7] + h[7]))
+
+
+def test_eight_halves_move_as_one_16_byte_access():
+    a = np.arange(256, dtype=np.float16)
+    out = np.zeros_like(a)
+    with traffic.record() as rec:
+        halves_copy[1, 32](a, out)
+    expected = a.copy().reshape(32, 8)
+    expected[:, [0, 1]] = expected[:, [1, 0]]
+    expected[:, 7] *= 2
+    np.testing.assert_array_equal(out, expected.ravel())
+    (k,) = rec.kernels
+    assert (k.global_load_requests, k.global_load_sectors) == (1, 16)  # 32 lanes x 16 bytes
+    with pytest.raises(simulator.MisalignedAccess):
+        offset_halves[1, 1](a, out)
+
+
+@cuda.jit
+def offset_halves(a, out):
+    wide.store8(out, 0, wide.load8(a, 4))  # 8 bytes in: not a multiple of 16
+
+
+def test_halves_on_the_gpu_are_one_16_byte_load_and_store(tmp_path):
+    path = tmp_path / "wide_halves.py"
+    path.write_text(textwrap.dedent('''
+        from course import cuda, wide
+
+        @cuda.jit
+        def k(a, out):
+            i = cuda.grid(1)
+            h = wide.load8(a, 8 * i)
+            wide.store8(out, 8 * i, (h[7], h[6], h[5], h[4], h[3], h[2], h[1], h[0]))
+
+        KERNELS = {"k": (k, "void(float16[::1], float16[::1])")}
+    '''))
+    ptx = compiler.report(path, "k").ptx
+    assert ptx.count("ld.global.v4.u32") == 1 and ptx.count("st.global.v4.u32") == 1, ptx[-2000:]
+    assert "ld.global.v4.u16" not in ptx and "ld.global.u16" not in ptx
