@@ -212,8 +212,8 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
         want = expected
         if name in getattr(sol, "UNORDERED", ()):  # the right elements in any order: compared sorted
             got, want = np.sort(checking.to_host(got)), np.sort(checking.to_host(expected))
-        report = checking.compare(got, want, rtol=version_rtol(sol, name),
-                                  floor=getattr(sol, "ERROR_FLOOR", None), name=name)
+        report = checking.compare(got, want, rtol=version_rtol(sol, name), floor=getattr(sol, "ERROR_FLOOR", None),
+                                  name=name, min_scale=getattr(sol, "MIN_SCALE", 0.0))
         gbps = nbytes / (ms * 1e-3) / 1e9
         tflops = flops / (ms * 1e-3) / 1e12
         pct = 100 * (gbps / peak if bound == "memory" else tflops / peak)

@@ -59,12 +59,12 @@ FLOOR = 1e-2  # elements below this share of the output's scale are held to an a
 
 
 def compare(got, expected, *, rtol: float | None = None, floor: float | None = None, name: str = "output",
-            show: int = 5) -> Report:
+            show: int = 5, min_scale: float = 0.0) -> Report:
     if isinstance(expected, tuple):  # several outputs (a loss and its gradient): each held to its own scale
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             return Report(False, f"{name}: expected a tuple of {len(expected)} outputs, got {type(got).__name__}"
                                  + (f" of {len(got)}" if isinstance(got, (tuple, list)) else ""), np.inf)
-        parts = [compare(g, e, rtol=rtol, floor=floor, name=f"{name}[{i}]", show=show)
+        parts = [compare(g, e, rtol=rtol, floor=floor, name=f"{name}[{i}]", show=show, min_scale=min_scale)
                  for i, (g, e) in enumerate(zip(got, expected))]
         return Report(all(p.ok for p in parts), "\n".join(p.text for p in parts),
                       max(p.max_rel_error for p in parts))
@@ -93,6 +93,10 @@ def compare(got, expected, *, rtol: float | None = None, floor: float | None = N
                              "(did the kernel write anything?)", np.inf)
 
     scale = np.max(np.abs(e[np.isfinite(e)])) if np.isfinite(e).any() else 1.0
+    # A day whose outputs have a known scale by construction (MIN_SCALE: day 39's products have unit
+    # variance) holds a few outputs that happen to cancel towards zero (a 1 x 1 product of 0.003) to
+    # that scale, not to their own sampled maximum.
+    scale = max(scale, min_scale)
     floor = max(scale * (FLOOR if floor is None else floor), np.finfo(np.float64).tiny) if rtol else 1.0
     with np.errstate(invalid="ignore"):  # inf - inf is NaN: equal infinities are zeroed next
         diff = np.abs(g - e)

@@ -63,7 +63,7 @@ class Grader:
         got = getattr(self.target, version)(*inputs)
         rtol = rtol if rtol is not None else getattr(self.solution, "RTOL", None)
         report = checking.compare(got, expected, rtol=rtol, floor=getattr(self.solution, "ERROR_FLOOR", None),
-                                  name=f"{version}(n={n})")
+                                  name=f"{version}(n={n})", min_scale=getattr(self.solution, "MIN_SCALE", 0.0))
         if not report.ok:
             raise checking.MismatchError(f"{report.text}\n  (inputs: make_inputs({n!r}, seed={seed}))")
 

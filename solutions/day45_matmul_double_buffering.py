@@ -71,6 +71,7 @@ from solutions.day39_matmul_naive import (  # noqa: F401  (the unit's problem: g
     BENCH_SIZES,
     BOUND,
     ERROR_FLOOR,
+    MIN_SCALE,
     RTOL,
     TEST_SIZES,
     check_inputs,

@@ -69,6 +69,7 @@ from solutions.day39_matmul_naive import (  # noqa: F401  (the unit's shapes: gr
     BENCH_SIZES,
     BOUND,
     ERROR_FLOOR,
+    MIN_SCALE,
     TEST_SIZES,
     UNIT_ROUNDOFF,
     sizes,

@@ -69,6 +69,7 @@ import numpy as np
 from course import ON_GPU, cuda, days, launch
 from solutions.day39_matmul_naive import (  # noqa: F401  (the unit's problem: graders and bench read these)
     ERROR_FLOOR,
+    MIN_SCALE,
     check_inputs,
     library,
     make_inputs,

@@ -33,6 +33,7 @@ from solutions.day39_matmul_naive import (  # noqa: F401  (the unit's problem: g
     BLOCK,
     BOUND,
     ERROR_FLOOR,
+    MIN_SCALE,
     MAX_GRID_Y,
     RTOL,
     TEST_SIZES,
