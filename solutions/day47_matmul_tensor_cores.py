@@ -530,7 +530,9 @@ def tensor_cores(a, b):
     return launch.result(c, a, b)
 
 
-# The unit's fixed interface (day 47: float16 in, float32 out): the best step of the day.
+# The unit's fixed interface (day 47: float16 in, float32 out): the best step of the day; the
+# starting point is the FP32 path.
+naive = fp32_path
 optimized = tensor_cores
 
 

@@ -311,3 +311,8 @@ def cp_async(bodies):
         grid = (launch.blocks(n, BLOCK_TARGETS),)
         _cp_async_kernel(grid, (THREADS,), (cupy.asarray(d_bodies), cupy.asarray(phi), np.int32(n)))
     return launch.result(phi, bodies)
+
+
+# The day's starting point, and its fastest version (GPU only: the simulator grades double_buffered).
+naive = staged
+optimized = cp_async
