@@ -12,18 +12,24 @@ In the simulator, ``cuda.jit`` returns the simulator's stand-in, which cannot be
 reports come from a short-lived worker process that imports the day's file with the real numba.cuda
 (``COURSE_DEVICE=compile``); results are cached per file and modification time.
 
+CUDA C (a CuPy RawKernel's source, which the simulator cannot run) is built with nvcc when the toolkit
+is installed: ``nvcc_build(source)`` returns ptxas's report and the PTX, no GPU needed.
+
 Global loads show up as generic ``ld.f32`` in Numba's PTX (not ``ld.global``), so tests assert on
 shared, constant, local, shuffle, barrier and atomic instructions, which are always explicit.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -227,3 +233,49 @@ def report(module_or_path, label: str) -> KernelReport:
 
 if __name__ == "__main__":
     print(json.dumps(_compile_module_kernels(Path(sys.argv[1]))))
+
+
+# ---- CUDA C through nvcc ------------------------------------------------------------------------------
+
+NVCC = shutil.which("nvcc") or next((p for p in ("/usr/local/bin/nvcc", "/usr/local/cuda/bin/nvcc")
+                                     if Path(p).exists()), None)
+
+
+class NvccError(RuntimeError):
+    """nvcc could not build the source; the message carries the compiler's errors."""
+
+
+@functools.cache
+def nvcc_build(source: str, arch: str = "sm_90") -> dict:
+    """Compile CUDA C ``source`` with nvcc twice (a cubin with ptxas's report, and the PTX): a dict with
+    registers, stack, spill_stores, spill_loads, smem (bytes of static shared memory; the largest over
+    the file's kernels for each), log (ptxas's words) and ptx. NvccError with the compiler's errors when
+    it does not build; RuntimeError when nvcc is not installed."""
+    if NVCC is None:
+        raise RuntimeError("nvcc is not installed here (the CUDA toolkit): CUDA C sources cannot be built")
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / "kernel.cu"
+        cu.write_text(source)
+        common = [NVCC, f"-arch={arch}", "-std=c++17"]
+        run = functools.partial(subprocess.run, capture_output=True, text=True, cwd=tmp, timeout=300)
+        built = run(common + ["-cubin", "-Xptxas", "-v", "-o", "kernel.cubin", str(cu)])
+        if built.returncode != 0:
+            raise NvccError(f"nvcc could not build the source:\n{built.stderr[-4000:]}")
+        ptx = run(common + ["-ptx", "-o", "kernel.ptx", str(cu)])
+        if ptx.returncode != 0:
+            raise NvccError(f"nvcc -ptx failed:\n{ptx.stderr[-4000:]}")
+        text = (Path(tmp) / "kernel.ptx").read_text()
+    log = built.stdout + built.stderr
+
+    def largest(pattern: str) -> int:
+        return max((int(v) for v in re.findall(pattern, log)), default=0)
+
+    return {
+        "registers": largest(r"Used (\d+) registers"),
+        "stack": largest(r"(\d+) bytes stack frame"),
+        "spill_stores": largest(r"(\d+) bytes spill stores"),
+        "spill_loads": largest(r"(\d+) bytes spill loads"),
+        "smem": largest(r"(\d+) bytes smem"),
+        "log": log,
+        "ptx": text,
+    }

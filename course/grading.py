@@ -52,6 +52,18 @@ class Grader:
             if missing:
                 pytest.fail(missing, pytrace=False)
 
+    def nvcc(self, source_function: str, *args) -> dict:
+        """The learner's CUDA C built with nvcc (course.compiler.nvcc_build: ptxas's report and the PTX):
+        fails while ``source_function`` is unwritten or the source does not build, skips where the CUDA
+        toolkit is not installed."""
+        self.require_implemented(source_function)
+        if compiler.NVCC is None:
+            pytest.skip("nvcc is not installed here: CUDA C is compiled with nvcc (the CUDA toolkit)")
+        try:
+            return compiler.nvcc_build(getattr(self.target, source_function)(*args))
+        except compiler.NvccError as exc:
+            pytest.fail(f"{source_function}(): {exc}", pytrace=False)
+
     def inputs(self, n, *parts):
         seed = seed_for(self.info.slug, n, *parts)
         return self.solution.make_inputs(n, seed=seed), seed

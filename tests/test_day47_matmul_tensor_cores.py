@@ -7,10 +7,6 @@ it must build for sm_90 with no spills and hold the day's instructions), and run
 
 import functools
 import re
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,49 +21,8 @@ RAGGED = (sol.BM + 1, sol.BN + 5, sol.BK + 5)  # two tile rows, two tile columns
 traffic = functools.cache(lambda version: g.traffic(version, FULL_TILE))
 
 
-# ---- nvcc, for CUDA C that the simulator cannot run (the lead may move this into course/) --------------
-
-NVCC = shutil.which("nvcc") or next((p for p in ("/usr/local/bin/nvcc", "/usr/local/cuda/bin/nvcc")
-                                     if Path(p).exists()), None)
-
-
-@functools.cache
-def nvcc_build(source: str, arch: str = "sm_90") -> dict:
-    """Compile ``source`` with nvcc twice (a cubin with ptxas's report, and the PTX): a dict with
-    registers, stack, spill_stores, spill_loads, smem (bytes), log (ptxas's words) and ptx. Raises
-    AssertionError with the compiler's errors when it does not build."""
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / "kernel.cu"
-        cu.write_text(source)
-        common = [NVCC, f"-arch={arch}", "-std=c++17"]
-        run = functools.partial(subprocess.run, capture_output=True, text=True, cwd=tmp, timeout=300)
-        built = run(common + ["-cubin", "-Xptxas", "-v", "-o", "kernel.cubin", str(cu)])
-        assert built.returncode == 0, f"nvcc could not build tensor_core_source():\n{built.stderr[-4000:]}"
-        ptx = run(common + ["-ptx", "-o", "kernel.ptx", str(cu)])
-        assert ptx.returncode == 0, f"nvcc -ptx failed:\n{ptx.stderr[-4000:]}"
-        text = (Path(tmp) / "kernel.ptx").read_text()
-    log = built.stdout + built.stderr
-
-    def number(pattern: str) -> int:
-        found = re.search(pattern, log)
-        return int(found.group(1)) if found else 0
-
-    return {
-        "registers": number(r"Used (\d+) registers"),
-        "stack": number(r"(\d+) bytes stack frame"),
-        "spill_stores": number(r"(\d+) bytes spill stores"),
-        "spill_loads": number(r"(\d+) bytes spill loads"),
-        "smem": number(r"(\d+) bytes smem"),
-        "log": log,
-        "ptx": text,
-    }
-
-
 def tensor_core_build() -> dict:
-    g.require_implemented("tensor_core_source")
-    if NVCC is None:
-        pytest.skip("nvcc is not installed here: the tensor-core source is compiled with nvcc (CUDA toolkit)")
-    return nvcc_build(g.target.tensor_core_source())
+    return g.nvcc("tensor_core_source")
 
 
 # ---- the Numba FP32 path on float16 loads (simulator) ------------------------------------------------
