@@ -342,6 +342,8 @@ def _bench_table(result) -> Table:
         rate = r.gbps if result.bound == "memory" else r.tflops
         table.add_row(r.version, str(r.n), f"{r.ms * 1e3:,.1f} us", f"{rate:,.1f}", f"{r.pct_peak:.1f} %",
                       f"{r.speedup:.2f}x", r.checked)
+    for row, why in result.skipped.items():
+        table.add_row(row, "", "not timed", "", "", "", why)
     return table
 
 
