@@ -31,8 +31,8 @@ So the time is the weight bytes over the copy rate:
   fp16_gemv   2 out * in     117.4 MB   ~28 us
   naive       5 out * in     293.6 MB   ~70 us
 Target (issue 19): optimized >= 1.7x faster than fp16_gemv at 4096 x 14336 and at 14336 x 4096, each
-near the copy rate. (The table's GB/s counts the int8 minimum, out * in + x + scales + y, for every
-row: double fp16_gemv's for the bytes it really moves.) Times to be measured on the H200.
+near the copy rate. (The bench's GB/s counts what each row must move: version_traffic.) Times to be
+measured on the H200.
 
 Instructions are the other budget: at 4.2 TB/s an SM receives ~16 int8 weights a clock. The H200's
 int->float conversion (I2F) runs at 16 a clock per SM, so `float32(w)` per weight would make the
@@ -130,6 +130,17 @@ def traffic(w, scales, w16, x):
     """(minimum bytes through device memory, FLOPs): the int8 weights once, x, the scales and y."""
     out, cols = w.shape
     return out * cols + 2 * cols + 4 * out + 4 * out, 2 * out * cols
+
+
+def version_traffic(version, w, scales, w16, x):
+    """The bytes each version must move by design, for the bench's GB/s: the float16 rows read 2 bytes
+    a weight (fp16_gemv, torch's GEMV), naive 5 (1 read, 2 written, 2 read back); optimized the int8
+    minimum (traffic). So every row's % of the copy rate says how well it streams what it reads."""
+    out, cols = w.shape
+    per_weight = {"naive": 5, "fp16_gemv": 2, "library": 2}.get(version)
+    if per_weight is None:
+        return None
+    return per_weight * out * cols + 2 * cols + 4 * out + 4 * out, 2 * out * cols
 
 
 def check_inputs(w, scales, w16, x):
