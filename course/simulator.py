@@ -68,6 +68,7 @@ import re
 import struct
 import sys
 import threading
+import types
 
 import numpy as np
 from numba.cuda import types as numba_types
@@ -1479,6 +1480,23 @@ def brev(self, val):
     return int(format(v, f"0{width}b")[::-1], 2)
 
 
+def byte_perm(x, y, selector):
+    """libdevice's __nv_byte_perm (PTX prmt.b32): byte n of the result is byte ((selector >> 4n) & 7)
+    of the eight bytes y:x (x's bytes are 0-3, y's 4-7), as numba-cuda types it: int32 in and out."""
+    pool = (_unsigned(np.uint32(np.int64(x) & 0xFFFFFFFF))[0]
+            | (_unsigned(np.uint32(np.int64(y) & 0xFFFFFFFF))[0] << 32))
+    s = int(selector)
+    out = 0
+    for n in range(4):
+        out |= ((pool >> (8 * ((s >> (4 * n)) & 7))) & 0xFF) << (8 * n)
+    return np.uint32(out).view(np.int32)
+
+
+# What the course's kernels call of libdevice (numba.cuda.libdevice, reached as cuda.libdevice): the
+# simulator's cuda module has no libdevice of its own.
+libdevice = types.SimpleNamespace(byte_perm=byte_perm)
+
+
 # Wide accesses (course.wide): one 16-byte load or store a lane, as CUDA C's float4. Each element
 # goes through the array's checked subscripts (bounds, races), and the traffic recorder sees one
 # access of the vector's width at the kernel's line, so a warp of 16-byte loads is one request.
@@ -1634,6 +1652,7 @@ def install() -> None:
                popc, clz, ffs, brev):
         setattr(module, fn.__name__, fn)
     module.laneid = property(_laneid)
+    module.libdevice = libdevice
     module.syncthreads = _syncthreads
     for kind in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
         setattr(module, kind, _barrier_with(kind))

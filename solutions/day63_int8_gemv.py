@@ -37,9 +37,10 @@ measured on the H200.
 Instructions are the other budget: at 4.2 TB/s an SM receives ~16 int8 weights a clock. The H200's
 int->float conversion (I2F) runs at 16 a clock per SM, so `float32(w)` per weight would make the
 conversion unit, not the memory, the limit. Instead (as FasterTransformer and day 88 do): flip the sign
-bits of a word (b + 128, unsigned), OR each byte into the mantissa of 2^23 (bits 0x4B000000 | byte),
-read the word as float32 (2^23 + 128 + b) and subtract MAGIC = 2^23 + 128: two integer ops and one
-FADD a weight on pipes that do 64 and 128 a clock.
+bits of a word (b + 128, unsigned), put each byte under the upper bytes of 2^23 (bits 0x4B000000 |
+byte) with one byte permute (prmt), read the word as float32 (2^23 + 128 + b) and subtract MAGIC =
+2^23 + 128: one integer op (plus a quarter xor) and one FADD a weight before the FMA. (A first version
+built the bits by shift, mask and OR, three integer ops a weight.)
 
 Tolerance: products are exact in float32 (8-bit weight x 11-bit half); the sums round, a random walk
 of sqrt(in) roundings (day 39's argument), times KAPPA for the share the terms cancel. The test scales
@@ -53,7 +54,7 @@ import math
 import numpy as np
 
 from course import cuda, launch, wide
-from numba import float32, uint32
+from numba import float32, int32, uint32
 from solutions.day15_gemv_registers import FULL_MASK, WARP
 from solutions.day26_reduction_grid_stride import _address
 
@@ -82,6 +83,9 @@ X8_BUF = UNROLL * 2 * WORDS  # optimized: a trip's x words, (UNROLL, 8): 16 halv
 
 SIGN_BITS = np.uint32(0x80808080)  # xor: every byte b -> b + 128 (two's complement -> unsigned)
 MAGIC_BITS = np.uint32(0x4B000000)  # the bits of 2^23: OR a byte into its mantissa's low 8 bits
+# byte_perm's selector: result byte 0 = byte j of x (u), bytes 1-3 = bytes 5, 6, 7 of y:x (MAGIC_BITS'
+# 0x00, 0x00, 0x4B): one nibble per result byte.
+PERM = 0x7650
 MAGIC = 8388736.0  # 2^23 + 128: the float whose low mantissa byte is (b + 128) equals b + MAGIC
 
 SCALE_EXPONENTS = (-22, -9)  # scales m * 2^e from ~1.9e-6 to ~0.029: four decades, y inside float16
@@ -281,12 +285,15 @@ def unpack_int8x4(word, bits, at):
     """The four int8 of a uint32 word (byte 0 = the lowest, the first in memory) as float32 bit
     patterns of MAGIC + b in bits[at : at + 4]; the caller reads them through bits.view(np.float32)
     and subtracts MAGIC, exactly b. No int->float conversion: u = word ^ SIGN_BITS turns each signed
-    byte b into b + 128 (0..255); bits[at + j] = ((u >> 8j) & 0xFF) | MAGIC_BITS puts byte j into the
-    low mantissa of 2^23 (as uint32 constants, uint32(8 * j), uint32(0xFF): 32-bit integer ops)."""
-    # EXERCISE: flip the sign bits (u = word ^ SIGN_BITS), then OR each byte j of u into MAGIC_BITS
-    u = word ^ SIGN_BITS
+    byte b into b + 128 (0..255); then one byte permute a weight (PTX prmt, libdevice's byte_perm,
+    reached as cuda.libdevice.byte_perm(x, y, selector) on int32 values) assembles byte j of u under
+    the three upper bytes of MAGIC_BITS: bits[at + j] = byte_perm(u, MAGIC_BITS, PERM + j). (The same
+    word by shift, mask and OR costs three integer instructions a weight instead of one: at the copy
+    rate an SM must unpack ~16 weights a clock, and instructions, not bytes, become the limit.)"""
+    # EXERCISE: flip the sign bits (u = word ^ SIGN_BITS), then byte_perm byte j of u under MAGIC_BITS' upper bytes
+    u = int32(word ^ SIGN_BITS)
     for j in range(4):
-        bits[at + j] = ((u >> uint32(8 * j)) & uint32(0xFF)) | MAGIC_BITS
+        bits[at + j] = cuda.libdevice.byte_perm(u, int32(MAGIC_BITS), int32(PERM + j))
 
 
 @cuda.jit

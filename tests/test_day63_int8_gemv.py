@@ -4,6 +4,8 @@ weights exactly the dequantized int8 ones)."""
 
 import functools
 
+import re
+
 import numpy as np
 import pytest
 
@@ -145,6 +147,19 @@ def test_wide_loads_shuffles_registers(label):
     assert not rep.uses_local_memory, f"{label}: {rep.stack_bytes} bytes of stack (local memory)"
     assert rep.loads_in_flight >= 4, (
         f"{label}: at most {rep.loads_in_flight} loads back to back: load a trip's groups before multiplying")
+
+
+def test_optimized_unpacks_without_conversions():
+    """The weights become floats by the 2^23 trick, one byte permute a weight: prmt.b32 in the PTX for
+    every weight of a trip, and no int->float conversion (cvt.rn.f32.s32 / .s8) on the weights."""
+    ptx = g.report("optimized").ptx
+    prmt = len(re.findall(r"\bprmt\.b32\b", ptx))
+    per_trip = sol.ROWS * sol.UNROLL * sol.INT8_GROUP
+    assert prmt >= per_trip, (
+        f"optimized: {prmt} prmt.b32 in the PTX for {per_trip} weights a trip: assemble each weight's float "
+        "bits with one cuda.libdevice.byte_perm (shift, mask and OR take three instructions)")
+    conversions = len(re.findall(r"\bcvt\.rn\.f32\.[su](8|16|32)\b", ptx))
+    assert conversions == 0, f"optimized: {conversions} int->float conversions (I2F): use the 2^23 trick"
 
 
 def test_naive_dequantize_is_elementwise():

@@ -534,3 +534,32 @@ def test_match_all_in_a_partial_warp_returns_the_lanes_that_exist():
     out, pred = np.zeros(10, np.int32), np.zeros(10, np.int32)
     match_all_full_mask[1, 10](out, pred)
     assert (out == 0x3FF).all() and (pred == 1).all(), (out, pred)
+
+
+# ---- libdevice's byte permute (prmt.b32), which day 63 unpacks int8 weights with
+
+
+@cuda.jit
+def byte_perm_kernel(x, y, selectors, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = cuda.libdevice.byte_perm(x[i], y[i], selectors[i])
+
+
+def test_byte_perm_matches_prmt():
+    """Byte n of byte_perm(x, y, s) is byte ((s >> 4n) & 7) of the eight bytes y:x (x's bytes 0-3)."""
+    rng = np.random.default_rng(7)
+    n = 96
+    x = rng.integers(-(1 << 31), 1 << 31, n, dtype=np.int64).astype(np.int32)
+    y = rng.integers(-(1 << 31), 1 << 31, n, dtype=np.int64).astype(np.int32)
+    # three bits a nibble, as CUDA documents __byte_perm (prmt reads a fourth, its sign-replicate flag)
+    selectors = (rng.integers(0, 1 << 16, n) & 0x7777).astype(np.int32)
+    selectors[:4] = 0x7650 + np.arange(4)  # day 63's: byte j of x under y's three upper bytes
+    out = np.zeros(n, np.int32)
+    byte_perm_kernel[2, 64](x, y, selectors, out)
+    pool = (x.astype(np.int64) & 0xFFFFFFFF) | ((y.astype(np.int64) & 0xFFFFFFFF) << 32)
+    want = np.zeros(n, np.int64)
+    for b in range(4):
+        pick = (selectors.astype(np.int64) >> (4 * b)) & 7
+        want |= ((pool >> (8 * pick)) & 0xFF) << (8 * b)
+    assert np.array_equal(out.view(np.uint32), want.astype(np.uint32))
