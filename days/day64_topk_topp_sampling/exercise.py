@@ -39,9 +39,9 @@ v2 optimized  per-chunk top-k in shared memory, merged, then a block scan:
                   loads, not a re-read of the row), exp((x - M) / T), a block scan (warp shuffles, day 31's
                   warp_inclusive_scan, one slot a warp), the top-p count and the draw by
                   syncthreads_count.
-library       torch on the GPU (what vLLM's sampler does): softmax, a stable descending torch.sort of
-              the whole row, the top-k cut, the top-p mask by cumsum, renormalise, searchsorted of the
-              same uniforms.
+library       torch on the GPU (what vLLM's sampler does): a stable descending torch.sort of the whole
+              row of logits, the top-k cut, softmax of the kept, the top-p mask by cumsum,
+              searchsorted of the same uniforms.
 
 Napkin math (H200, ~4.2 TB/s). The minimum is one read of the logits (4 B a token) plus 4 B a row
 (uniforms, token): (64, 128256) 32.8 MB, ~8 us; (256, 32000) 32.8 MB, ~8 us. Neither is several x the
@@ -384,18 +384,20 @@ def optimized(logits, top_k, top_p, temperature, uniforms):
 
 
 def library(logits, top_k, top_p, temperature, uniforms):
-    """What vLLM's sampler does in torch on the GPU: softmax of logits / T, a stable descending sort of
-    the whole row, the top-k cut and the top-p mask by cumsum, renormalise, and searchsorted of the same
-    uniforms in the cumulative kept mass (the same draw as reference)."""
+    """What vLLM's sampler does in torch on the GPU: a stable descending sort of the whole row of
+    logits (vLLM sorts logits, not probabilities: float32 exp would tie logits that differ), the top-k
+    cut, the softmax of the kept (x - max) / T (the full row's denominator cancels in the
+    renormalisation), the top-p mask by cumsum, and searchsorted of the same uniforms in the cumulative
+    kept mass (the same draw as reference)."""
     import torch
 
     top_k, top_p, temperature = _check(logits, top_k, top_p, temperature, uniforms)
     x = torch.as_tensor(logits, device="cuda")
     u = torch.as_tensor(uniforms, device="cuda")
-    probs = torch.softmax(x / float(temperature), dim=-1)
-    sp, si = torch.sort(probs, dim=-1, descending=True, stable=True)
-    sp = sp[:, :top_k]
+    sx, si = torch.sort(x, dim=-1, descending=True, stable=True)
+    sx = sx[:, :top_k]
     si = si[:, :top_k]
+    sp = torch.softmax((sx - sx[:, :1]) / float(temperature), dim=-1)
     c = torch.cumsum(sp, dim=-1)
     total = c[:, -1:]
     below = (c < float(top_p) * total).sum(dim=-1, keepdim=True)
