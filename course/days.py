@@ -12,6 +12,7 @@ import ast
 import importlib
 import inspect
 import importlib.util
+import linecache
 import os
 import re
 import sys
@@ -209,6 +210,36 @@ def with_globals(kernel, **replacements):
     fn = types.FunctionType(py.__code__, scope, py.__name__, py.__defaults__, py.__closure__)
     fn.__doc__, fn.__qualname__, fn.__module__ = py.__doc__, py.__qualname__, py.__module__
     return cuda.jit(fn, fastmath=bool(getattr(kernel, "targetoptions", {}).get("fastmath")))
+
+
+def derive_kernel(kernel, edits, **closure):
+    """A Numba kernel derived from another's Python source: each (old, new) edit applied, old occurring
+    exactly once (ValueError otherwise), compiled in the original's globals with ``closure``'s names
+    (device functions) as its free variables. Like course.days.with_globals, the original is not
+    copied into the day's file: only the edited text is written there. The derived source is registered in
+    linecache, so inspect (and course.days.stub_hint, which finds a stub device function among the
+    free variables) can read it."""
+    from course import cuda
+
+    py = getattr(kernel, "py_func", kernel)
+    lines = textwrap.dedent(inspect.getsource(py)).splitlines(keepends=True)
+    while not lines[0].startswith("def "):  # the decorator: the derived function is jitted below
+        lines.pop(0)
+    source = "".join(lines)
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise ValueError(f"derive_kernel: {old.strip()[:60]!r} occurs {source.count(old)} times in "
+                             f"{py.__name__}'s source, expected once")
+        source = source.replace(old, new)
+    name = source.split("(", 1)[0][len("def "):]
+    names = ", ".join(closure)
+    factory = f"def _factory({names}):\n{textwrap.indent(source, '    ')}    return {name}\n"
+    filename = f"<{name}: derived from {py.__module__}.{py.__name__}>"
+    linecache.cache[filename] = (len(factory), None, factory.splitlines(keepends=True), filename)
+    scope = dict(py.__globals__)
+    exec(compile(factory, filename, "exec"), scope)
+    fn = scope["_factory"](**closure)
+    return cuda.jit(fn)
 
 
 def load_target(day: int | str) -> ModuleType:
