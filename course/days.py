@@ -239,7 +239,8 @@ def derive_kernel(kernel, edits, **closure):
     scope = dict(py.__globals__)
     exec(compile(factory, filename, "exec"), scope)
     fn = scope["_factory"](**closure)
-    return cuda.jit(fn)
+    # the original's fastmath (ex2.approx for exp2, as the CUDA C uses) carries over, as in with_globals
+    return cuda.jit(fn, fastmath=bool(getattr(kernel, "targetoptions", {}).get("fastmath")))
 
 
 def load_target(day: int | str) -> ModuleType:
