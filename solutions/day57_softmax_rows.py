@@ -11,12 +11,12 @@ v2 warp_rows   a row per warp, for rows of up to WARP_COLS = 1024 floats: lane l
                per size; 4-byte loads of elements l, l + 32, ... where rows are not on the 16-byte
                grid), the max and the sum by five xor shuffles each (every lane gets the result),
                no shared memory, no barrier, and no second read of x: the output is written from the
-               registers. Longer rows: day 56's online kernel (a warp cannot hold them).
+               registers. Longer rows: ValueError (a warp cannot hold them; `optimized` dispatches).
 v3 block_rows  a row per block, for rows of up to BLOCK_COLS = 32768 floats: up to 1024 threads x 32
                floats hold the row; each thread's (m, s) pair from its own floats, merged by warp
                shuffles and one slot a warp in shared memory (double-buffered by the row's parity:
                one barrier a row); then the output from the registers. One read and one write.
-               Longer rows: day 56's online kernel.
+               Longer rows: ValueError (`optimized` hands them to day 56's online kernel).
 v4 optimized   the dispatch by cols: warp_rows up to 1024, block_rows up to 32768, day 56's online
                kernel beyond (rows of 128k floats: two reads, the second mostly from L2).
 library        torch.softmax(x, dim=-1) on the GPU (a row of the benchmark table where torch is installed).
@@ -37,14 +37,18 @@ the minimum (day 56's online kernel moves 12 through L1/L2: two reads and a writ
                  issued as soon as this row's stores are (stores do not stall the thread). Day 56 read
                  that row twice; here the second read is gone, wherever L2 would have missed.
   > 32768        the online kernel's 12 bytes (the second read from L2 when it hits).
+Each held version takes only the rows it can hold: warp_rows raises ValueError past WARP_COLS and
+block_rows past BLOCK_COLS (naming the limit and `optimized`), and bench_skip() leaves warp_rows out at
+(4096, 32768), so every row of the benchmark table times the kernel it is named after.
 Target: >= 90 % of the copy rate at both benchmark shapes, and faster than torch.softmax (60 % of copy
 at 16384 x 4096 in the guide's measurement). Measured on the H200 (device copy 4226 GB/s in the same run):
   (32768, 1024)  optimized (= warp_rows) 72.1 us, 3,723 GB/s, 88.1 % of copy (1.9 points short), 10.0x
                  naive, 1.31x faster than torch.softmax (94.2 us, 67.4 %); block_rows 82.3 us, 77.1 %.
   (4096, 32768)  optimized (= block_rows) 282.7 us, 3,798 GB/s, 89.9 % (the target within rounding;
                  block_rows alone 90.1 %), 34.5x naive, 1.52x faster than torch (428.6 us, 59.3 %) and
-                 1.55x faster than day 56's online kernel. The warp_rows row there, 437.1 us, 58.1 %,
-                 is day 56's kernel: warp_rows hands rows over 1024 floats to it.
+                 1.55x faster than day 56's online kernel. (That run's warp_rows row there, 437.1 us,
+                 58.1 %, was day 56's kernel: warp_rows then handed rows over 1024 floats to it. It
+                 now raises past 1024, and that row is no longer timed: bench_skip names the reason.)
 """
 
 import functools
@@ -83,11 +87,12 @@ WARP_GROUPS = (1, 2, 4, 8)  # 16-byte groups a lane holds: rows of up to 128, 25
 BLOCK_CLASSES = ((128, 2), (256, 4), (512, 4), (1024, 4), (1024, 8))
 ROW_WARPS = 8  # the warp kernel: 8 warps (8 rows) a block of 256 threads
 NAIVE_THREADS = 128
-# (rows, cols): one element; a row shorter than a warp (3, 31) and one longer (33); the warp limit -1,
-# exactly, +1 (the first block row); the first block class's limit +1; primes of rows. Odd cols take
-# the 4-byte loads, multiples of 4 the 16-byte ones. The block kernel's last class and the online
-# fallback (32768 +- 1) are graded in the test file (one row each).
-TEST_SIZES = ((1, 1), (5, 3), (7, 31), (3, 33), (2, 1023), (2, 1024), (1, 1025), (1, 4097))
+# (rows, cols): one element; a row shorter than a warp (3, 31) and one longer (33); the warp limit +1
+# (the first block row); the first block class's limit +1; the warp limit -1 and exactly; primes of
+# rows. Odd cols take the 4-byte loads, multiples of 4 the 16-byte ones. warp_rows is graded on the
+# sizes up to WARP_COLS (max_cols); the last size is one every version takes (the traffic table's).
+# The block kernel's last class and the online fallback (32768 +- 1) are graded in the test file.
+TEST_SIZES = ((1, 1), (5, 3), (7, 31), (3, 33), (1, 1025), (1, 4097), (2, 1023), (2, 1024))
 # Attention scores of 1024 keys (4 KB rows: the warp kernel) and vocabulary rows of 32k (128 KB: the
 # block kernel), 256 MB and 1 GB in all: 4x and 17x the 60 MB L2.
 BENCH_SIZES = ((32768, 1024), (4096, 32768))
@@ -385,17 +390,41 @@ def _block_rows(x):
     return launch.result(outf.reshape(rows, cols), x)
 
 
+def max_cols(version: str) -> int | None:
+    """The longest row a version takes (None: any length)."""
+    return {"warp_rows": WARP_COLS, "block_rows": BLOCK_COLS}.get(version)
+
+
+def _check_limit(version: str, x) -> None:
+    """ValueError past the version's limit: a held kernel never hands a row to another kernel (a
+    benchmark row named after it would time that kernel)."""
+    limit = max_cols(version)
+    if x.shape[1] > limit:
+        raise ValueError(f"{version}: holds rows of up to {limit} floats, got cols = {x.shape[1]}; "
+                         "use optimized, which dispatches by cols")
+
+
+def bench_skip(version: str, n) -> str | None:
+    """Why course.bench leaves a version out at size n (rows, cols), or None."""
+    limit = max_cols(version)
+    if limit is not None and n[1] > limit:
+        return f"{version} holds rows of up to {limit} floats; optimized dispatches longer ones"
+    return None
+
+
 def warp_rows(x):
-    """A warp per row up to WARP_COLS floats; longer rows go to day 56's online kernel."""
+    """A warp per row, up to WARP_COLS floats; longer rows: ValueError (optimized dispatches)."""
     check_input(x)
-    return _warp_rows(x) if x.shape[1] <= WARP_COLS else online(x)
+    _check_limit("warp_rows", x)
+    return _warp_rows(x)
 
 
 def block_rows(x):
-    """A block per row up to BLOCK_COLS floats (short rows too: the contrast with warp_rows); longer
-    rows go to day 56's online kernel."""
+    """A block per row, up to BLOCK_COLS floats (short rows too: the contrast with warp_rows); longer
+    rows: ValueError (optimized hands them to day 56's online kernel)."""
     check_input(x)
-    return _block_rows(x) if x.shape[1] <= BLOCK_COLS else online(x)
+    _check_limit("block_rows", x)
+    return _block_rows(x)
 
 
 def optimized(x):

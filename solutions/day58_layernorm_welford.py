@@ -2,14 +2,23 @@
 w = weight and b = bias float32 (cols,), x and out float32 (rows, cols); var_r the biased variance (divided
 by cols) and eps inside the square root, as torch.nn.functional.layer_norm(x, (cols,), weight, bias, eps).
 
-Both versions give a block of 256 threads one row at a time (block-stride over the rows, a grid sized to the
-GPU) and fold the block with day 25's pattern: shuffles in each warp, one slot a warp in shared memory, one
-barrier, the slots folded again by every warp.
+naive and the block kernel give a block of 256 threads one row at a time (block-stride over the rows, a grid
+sized to the GPU) and fold the block with day 25's pattern: shuffles in each warp, one slot a warp in shared
+memory, one barrier, the slots folded again by every warp. warp_rows gives a warp one row.
 
 v1 naive      three passes over the row, each reading it from global memory: the mean (a block sum), the
               variance as the mean of (x - mean)^2 (a second block sum), then a third pass that writes
               (x - mean) * rstd * weight + bias. The two-pass variance is the textbook-accurate one.
-v2 optimized  ONE read pass for the statistics: each thread keeps Welford's running (count, mean, M2) over
+v2 warp_rows  a row per warp held in registers (day 57's layout), rows of up to WARP_COLS = 4096 floats on
+              the 16-byte grid (RAGGED_COLS = 512 off it; longer: ValueError). Lane l holds 16-byte groups
+              l, l + 32, ... (wide.load4, all issued before any arithmetic, no branch around them; one
+              kernel per size class of 4 .. 128 floats a lane). With the row in registers a second pass
+              is free: each lane takes its (count, mean, M2) in two passes over its registers (deviations
+              from its first value), and the 32 triples meet by Chan's merge in a butterfly of xor
+              shuffles, every lane ending with the same bits: no shared memory, no barrier. The output
+              is written from the registers: ONE read of x and one write, the minimum.
+v3 optimized  the dispatch by cols: warp_rows where a warp holds the row, beyond it the block's Welford
+              kernel: ONE read pass for the statistics: each thread keeps Welford's running (count, mean, M2) over
               its part of the row, eight floats a trip as two 16-byte loads where the rows are 16-byte
               aligned (each group of four folded in registers and merged in by Chan et al.'s rule); the
               block's 256 triples merged with the same rule by shuffles and shared memory; then ONE pass
@@ -33,26 +42,35 @@ Napkin math (H200, device copy ~4.2 TB/s read + write). Per element: 4 bytes rea
 (weight and bias, 8 bytes a column, are read once from DRAM and then from L1/L2: traffic() counts them
 once), ~10 FLOPs: memory-bound.
   naive      3 reads + 1 write of x = 16 bytes an element through L1/L2, DRAM sees ~8 of them
-  optimized  2 reads + 1 write       = 12 bytes an element through L1/L2, DRAM sees ~8
+  block      2 reads + 1 write       = 12 bytes an element through L1/L2, DRAM sees ~8
+  warp_rows  1 read + 1 write        =  8 bytes an element (+ weight and bias from L1 each row)
 ~1056 resident blocks x a row of 16 KB = 17 MB, inside the 60 MB L2, so the re-reads come from L2 at both
 benchmark shapes; they cost instructions, L2 bandwidth and a latency per row, not DRAM time.
 (16384, 4096) and (65536, 1024) are 256 MB in + 256 MB out each, ~0.13 ms at the copy rate.
-Target: the optimized version >= 90 % of the copy rate (on its 8 bytes an element) and faster than torch's
-layer_norm (70 % of copy at 16384 x 4096 in the guide's measurement). Measured on the H200 (device copy
-4225 GB/s in the same run), both targets missed:
+warp_rows in flight: the 4096 class holds 128 floats a lane (216 registers, ptxas), 2 blocks of 4 warps an
+SM: 8 rows x 16 KB = 128 KB of loads issued at once an SM; the 1024 class 96 registers, 5 blocks, 20 rows x
+4 KB = 80 KB. Little's law wants ~30 KB an SM (4.2 TB/s / 132 SMs x ~1 us): both classes are past it, and
+a warp's row needs no barrier, so no SM waits for its slowest warp. Both benchmark shapes take warp_rows.
+Expected: >= 90 % of the copy rate at both shapes; to be measured on the H200.
+Target: the best version >= 90 % of the copy rate (on its 8 bytes an element) and faster than torch's
+layer_norm (70 % of copy at 16384 x 4096 in the guide's measurement). Measured on the H200 with the
+PREVIOUS kernel (the block's Welford kernel at every length, then `optimized`; device copy 4225 GB/s in
+the same run), both targets missed:
   (16384, 4096)  190.9 us, 2,813 GB/s, 66.6 % of copy, 1.46x naive; torch 183.8 us, 69.1 %: 4 % ahead.
   (65536, 1024)  434.3 us, 1,236 GB/s, 29.3 %, SLOWER than naive (403.6 us: 0.93x) and 2.1x slower than
                  torch (204.3 us, 62.3 %). A row of 1024 floats gives each of the 256 threads one 16-byte
                  load: the block waits out the row's load latency, its merge and its second read with
                  16 bytes a thread in flight, and nothing hides that. The fix is a row per warp (day 57's
-                 layout: several rows in flight a block), not yet written.
+                 layout: several rows in flight a block): warp_rows, which optimized now takes at both
+                 shapes (its times: to be measured on the H200).
 """
 
+import functools
 import math
 
 import numpy as np
 
-from course import DEVICE, cuda, launch, wide
+from course import DEVICE, ON_GPU, cuda, launch, wide
 from numba import float32, int64
 from solutions.day25_reduction_last_warp import FULL_MASK, THREADS, WARP, WARPS
 from solutions.day26_reduction_grid_stride import _address
@@ -60,11 +78,16 @@ from solutions.day56_softmax_online import block_sum
 
 TITLE = "LayerNorm: Welford in one pass"
 MEMORY_SPACE = "register + shared"
-VERSIONS = ("naive", "optimized")
+VERSIONS = ("naive", "warp_rows", "optimized")
 # (rows, cols): one element; rows of length 1; a row shorter than a warp; a block -1 and +1 (odd: the
 # per-element path); a multiple of 4 (the 16-byte path, one trip and a remainder); a prime number of rows
 # of a multiple of 4; a long odd row.
-TEST_SIZES = ((1, 1), (3, 1), (5, 3), (3, 255), (2, 257), (2, 1028), (3, 512), (1, 4097))
+# The last size is one every version takes (the no-GPU traffic table runs there).
+TEST_SIZES = ((1, 1), (3, 1), (5, 3), (3, 255), (2, 257), (3, 512), (1, 4097), (2, 1028))
+# The warp kernel's own sizes (its classes hold 128 x 1, 2, 4, ... 32 floats a row): a class's limit -1, exactly
+# and +1 in both layouts; more rows than a block has warps (9, 13: the row loop); its limit 4096.
+WARP_TEST_SIZES = ((1, 1), (9, 3), (13, 33), (3, 127), (2, 128), (5, 132), (2, 509), (3, 1020), (1, 2052),
+                   (2, 4096))
 # Hidden 4096 over 16k tokens; hidden 1024 over 64k tokens: 256 MB each way, ~4x the L2.
 BENCH_SIZES = ((16384, 4096), (65536, 1024))
 BOUND = "memory"
@@ -77,6 +100,16 @@ BLOCKS_PER_SM = 4  # 4 x 256 threads resident per SM at up to 64 registers a thr
 # four blocks fit on an SM (unbounded, the Welford kernel takes ~78 and only three fit). The simulator's
 # jit takes no launch bounds: it has no registers to budget.
 _BOUNDS = {"launch_bounds": (THREADS, BLOCKS_PER_SM)} if DEVICE.kind != "sim" else {}
+# v2: a row per warp held in registers. Classes of 4, 8, ... 128 floats a lane (rows of up to 128 .. 4096);
+# past WARP_COLS the block kernel (v3). ROW_WARPS warps (rows) a block: 128 threads, so a class of ~160
+# registers a thread still fits 3 blocks (12 rows) an SM.
+WARP_COLS = 4096
+WARP_GROUPS = (1, 2, 4, 8, 16, 32)  # 16-byte groups a lane holds
+# Rows off the 16-byte grid (cols not a multiple of 4, or a device view such as x[1:]) take 4-byte loads,
+# each with its own address: past 16 floats a lane the compiler runs out of registers (~250 at 32
+# floats, a stack frame at 128), so the warp kernel holds those rows up to RAGGED_COLS only.
+RAGGED_COLS = 512
+ROW_WARPS = 4
 ZERO = float32(0.0)
 ONE = float32(1.0)
 QUARTER = float32(0.25)
@@ -357,10 +390,189 @@ def layernorm_welford_kernel(x, weight, bias, eps, wide_rows, out):  # x (rows, 
         r += cuda.gridDim.x
 
 
+# ---- v2: a row per warp, held in registers ----------------------------------------------------------
+# Lane l holds the row's 16-byte groups l, l + 32, ... (wide rows) or its elements l, l + 32, ... (other
+# rows) in a buffer of a size fixed when the kernel compiles (day 57's size classes), indexed only by
+# unrolled loops: registers, not the stack. With the row in registers a second pass costs no memory, so
+# each lane takes its part's (count, mean, M2) in two passes over its registers (exact: no division per
+# element, and deviations from the lane's first value, exact by Sterbenz near a large mean), and the 32
+# triples meet by Chan's merge in a butterfly of xor shuffles: no shared memory, no barrier.
+
+@cuda.jit(device=True)
+def xor_merge(n, mean, m2, offset):
+    """One butterfly step: the triple of lane ^ offset by three xor shuffles, merged with chan_merge. The
+    lower lane's triple goes first in BOTH lanes (lane & offset tells which is which), so the two compute
+    the same bits and the whole warp ends with one (n, mean, M2), not 32 that differ in the last place."""
+    nb = cuda.shfl_xor_sync(FULL_MASK, n, offset)
+    mb = cuda.shfl_xor_sync(FULL_MASK, mean, offset)
+    m2b = cuda.shfl_xor_sync(FULL_MASK, m2, offset)
+    if cuda.threadIdx.x & offset:  # the partner is the lower lane (offset < 32: lane & offset)
+        return chan_merge(nb, mb, m2b, n, mean, m2)
+    return chan_merge(n, mean, m2, nb, mb, m2b)
+
+
+@cuda.jit(device=True)
+def warp_allmerge(n, mean, m2):
+    """The 32 lanes' triples merged, the row's triple in every lane: xor_merge with offsets 16, 8, 4, 2, 1."""
+    # EXERCISE: five xor_merge steps, offsets 16, 8, 4, 2, 1
+    n, mean, m2 = xor_merge(n, mean, m2, 16)
+    n, mean, m2 = xor_merge(n, mean, m2, 8)
+    n, mean, m2 = xor_merge(n, mean, m2, 4)
+    n, mean, m2 = xor_merge(n, mean, m2, 2)
+    n, mean, m2 = xor_merge(n, mean, m2, 1)
+    return n, mean, m2
+
+
+def _hold_row(wide_access: bool, groups: int):
+    """A device function for one size class: (xf, start, cols, lane, buf) -> the lane's (n, mean, M2), the
+    row's elements xf[start : start + cols] (x flat: day 57's layout, an offset a load off one address).
+    Element k of buf is the row's column col(k): lane + 32 k (4-byte loads), or column
+    4 (lane + 32 (k // 4)) + k % 4 (16-byte group k // 4 of the lane)."""
+    held = VEC * groups
+
+    @cuda.jit(device=True)
+    def hold_row(xf, start, cols, lane, buf):
+        """Every load first and none behind a branch (a branch ends the run of loads the compiler keeps in
+        flight): past the row a lane loads the row's last group (or element) again, an L1 hit, and keeps
+        0. Then the lane's statistics over its own registers, two passes: n the elements inside the
+        row, s = the sum of (v - a0) over them (a0 = buf[0], the lane's first value), off = s / max(n, 1),
+        mean = a0 + off, M2 = the sum of ((v - a0) - off)^2 over them. A lane with no element: (0, 0, 0)."""
+        # EXERCISE: the loads (clamped, 0 past the row), then n, the shifted sum, mean and M2 over the lane's registers
+        if wide_access:
+            last = cols - VEC
+            for j in range(groups):
+                c = VEC * (lane + WARP * j)
+                a0, a1, a2, a3 = wide.load4(xf, start + min(c, last))
+                keep = c < cols
+                buf[VEC * j] = a0 if keep else ZERO
+                buf[VEC * j + 1] = a1 if keep else ZERO
+                buf[VEC * j + 2] = a2 if keep else ZERO
+                buf[VEC * j + 3] = a3 if keep else ZERO
+        else:
+            for k in range(held):
+                c = lane + WARP * k
+                buf[k] = xf[start + min(c, cols - 1)]
+                if c >= cols:
+                    buf[k] = ZERO
+        a0 = buf[0]
+        n = ZERO
+        s = ZERO
+        if wide_access:  # a group lies inside the row or past it as a whole
+            for j in range(groups):
+                if VEC * (lane + WARP * j) < cols:
+                    n += FOUR
+                    s += (((buf[VEC * j] - a0) + (buf[VEC * j + 1] - a0))
+                          + ((buf[VEC * j + 2] - a0) + (buf[VEC * j + 3] - a0)))
+        else:
+            for k in range(held):
+                if lane + WARP * k < cols:
+                    n += ONE
+                    s += buf[k] - a0
+        off = s / max(n, ONE)
+        m2 = ZERO
+        if wide_access:
+            for j in range(groups):
+                if VEC * (lane + WARP * j) < cols:
+                    e0 = (buf[VEC * j] - a0) - off
+                    e1 = (buf[VEC * j + 1] - a0) - off
+                    e2 = (buf[VEC * j + 2] - a0) - off
+                    e3 = (buf[VEC * j + 3] - a0) - off
+                    m2 += (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3)
+        else:
+            for k in range(held):
+                if lane + WARP * k < cols:
+                    e = (buf[k] - a0) - off
+                    m2 += e * e
+        return n, a0 + off, m2
+
+    return hold_row
+
+
+def _store_row(wide_access: bool, groups: int):
+    """A device function (outf, weight, bias, start, cols, lane, buf, mean, rstd): out at the lane's columns,
+    (buf - mean) * rstd * weight + bias from the registers (16-byte stores for wide rows), nothing past
+    the row. weight and bias are read here every row: after the first row, L1 hits."""
+    held = VEC * groups
+
+    @cuda.jit(device=True)
+    def store_row(outf, weight, bias, start, cols, lane, buf, mean, rstd):
+        if wide_access:
+            for j in range(groups):
+                c = VEC * (lane + WARP * j)
+                if c < cols:
+                    w0, w1, w2, w3 = wide.load4(weight, c)
+                    b0, b1, b2, b3 = wide.load4(bias, c)
+                    wide.store4(outf, start + c, ((buf[VEC * j] - mean) * rstd * w0 + b0,
+                                                  (buf[VEC * j + 1] - mean) * rstd * w1 + b1,
+                                                  (buf[VEC * j + 2] - mean) * rstd * w2 + b2,
+                                                  (buf[VEC * j + 3] - mean) * rstd * w3 + b3))
+        else:
+            for k in range(held):
+                c = lane + WARP * k
+                if c < cols:
+                    outf[start + c] = (buf[k] - mean) * rstd * weight[c] + bias[c]
+
+    return store_row
+
+
+@functools.cache
+def make_warp_rows_kernel(groups: int, wide_access: bool = True):
+    """The warp kernel for rows of up to WARP * VEC * groups floats, each lane holding VEC * groups of
+    them (a compile-time constant). wide_access: 16-byte loads and stores (cols a multiple of 4, every
+    array 16-byte aligned), else 4-byte ones."""
+    held = VEC * groups
+    hold_row = _hold_row(wide_access, groups)
+    store_row = _store_row(wide_access, groups)
+
+    @cuda.jit
+    def layernorm_warp_rows_kernel(xf, rows, cols, weight, bias, eps, outf):  # xf, outf (rows * cols,): x, out flat
+        """Warp w of block b takes row r = b * ROW_WARPS + w (then += gridDim.x * ROW_WARPS): the whole warp
+        has the same row, so its shuffles run with every lane. hold_row loads the lane's share of the row
+        into buf = cuda.local.array(held, float32) and gives the lane's (n, mean, M2); warp_allmerge gives
+        every lane the row's; rstd = 1 / sqrt(M2 / n + eps); store_row writes out from the registers.
+        x is read once; no shared memory; no barrier."""
+        buf = cuda.local.array(held, float32)  # constant size, constant indices: registers
+        lane = cuda.threadIdx.x % WARP
+        r = cuda.blockIdx.x * ROW_WARPS + cuda.threadIdx.x // WARP
+        while r < rows:
+            start = int64(r) * cols
+            # EXERCISE: hold_row, warp_allmerge, rstd, store_row
+            n, mean, m2 = hold_row(xf, start, cols, lane, buf)
+            n, mean, m2 = warp_allmerge(n, mean, m2)
+            rstd = ONE / math.sqrt(m2 / n + eps)
+            store_row(outf, weight, bias, start, cols, lane, buf, mean, rstd)  # x is not read again
+            # END EXERCISE
+            r += cuda.gridDim.x * ROW_WARPS
+
+    return layernorm_warp_rows_kernel
+
+
 _SIG_NAIVE = "void(float32[:, ::1], float32[::1], float32[::1], float32, float32[:, ::1])"
 _SIG_WELFORD = "void(float32[:, ::1], float32[::1], float32[::1], float32, int64, float32[:, ::1])"
+_SIG_WARP = "void(float32[::1], int64, int64, float32[::1], float32[::1], float32, float32[::1])"
 KERNELS = {"naive": (layernorm_three_pass_kernel, _SIG_NAIVE),
+           "warp_rows": (make_warp_rows_kernel(WARP_GROUPS[-1]), _SIG_WARP),
+           "warp_rows.ragged": (make_warp_rows_kernel(4, False), _SIG_WARP),
+           "warp_rows.1024": (make_warp_rows_kernel(8), _SIG_WARP),
            "optimized": (layernorm_welford_kernel, _SIG_WELFORD)}
+
+
+def warp_groups(cols: int) -> int:
+    """The smallest warp class holding a row of cols floats."""
+    return next(gr for gr in WARP_GROUPS if cols <= WARP * VEC * gr)
+
+
+@functools.cache
+def _resident_blocks(groups: int, wide_access: bool) -> int:
+    """Blocks of ROW_WARPS warps of the class that the whole GPU runs at once (its registers decide); 2 in
+    the simulator, so a block there takes several rows (the row loop is exercised)."""
+    if not ON_GPU:
+        return 2
+    kernel = make_warp_rows_kernel(groups, wide_access)
+    try:
+        return int(kernel.compile(_SIG_WARP).max_cooperative_grid_blocks(ROW_WARPS * WARP))
+    except Exception:  # a numba-cuda without the occupancy query: as many as 16 warps an SM
+        return launch.sm_count() * 4
 
 
 def _grid(rows: int) -> int:
@@ -376,15 +588,76 @@ def naive(x, weight, bias, eps):
     return launch.result(out, x)
 
 
-def optimized(x, weight, bias, eps):
-    check_inputs(x, weight, bias, eps)
+def _aligned(cols, *arrays) -> bool:
+    """16-byte accesses need 16-byte addresses: every row a multiple of 4 floats and every array starting
+    on a 16-byte boundary (a fresh allocation does; a device view such as x[1:] or weight[1:] may not)."""
+    return cols % VEC == 0 and all(_address(a) % 16 == 0 for a in arrays)
+
+
+def _warp_rows(x, weight, bias, eps, dispatch: bool = False):
+    """The warp kernel; a row it cannot hold: ValueError (warp_rows), or the block kernel (dispatch)."""
+    d_x, d_w, d_b = launch.to_device(x, weight, bias)
+    rows, cols = x.shape
+    out = launch.empty((rows, cols), np.float32)
+    wide_access = _aligned(cols, d_x, d_w, d_b, out)
+    if not warp_takes(cols, wide_access):
+        if dispatch:
+            return _welford_block(x, weight, bias, eps)
+        raise ValueError(f"warp_rows: holds rows of up to {max_cols('warp_rows', wide_access)} floats "
+                         f"{'on' if wide_access else 'off'} the 16-byte grid, got cols = {cols}; use optimized, "
+                         "which dispatches by cols")
+    groups = warp_groups(cols)
+    kernel = make_warp_rows_kernel(groups, wide_access)
+    grid = max(1, min(-(-rows // ROW_WARPS), _resident_blocks(groups, wide_access)))
+    kernel[grid, ROW_WARPS * WARP](d_x.reshape(rows * cols), rows, cols, d_w, d_b, np.float32(eps),
+                                   out.reshape(rows * cols))
+    return launch.result(out, x)
+
+
+def _welford_block(x, weight, bias, eps):
     d_x, d_w, d_b = launch.to_device(x, weight, bias)
     out = launch.empty(tuple(x.shape), np.float32)
-    # 16-byte accesses need 16-byte addresses: every row a multiple of 4 floats and every array starting on
-    # a 16-byte boundary (a fresh allocation does; a device view such as x[1:] or weight[1:] may not).
-    aligned = x.shape[1] % VEC == 0 and all(_address(a) % 16 == 0 for a in (d_x, d_w, d_b, out))
+    aligned = _aligned(x.shape[1], d_x, d_w, d_b, out)
     layernorm_welford_kernel[_grid(x.shape[0]), THREADS](d_x, d_w, d_b, np.float32(eps), int(aligned), out)
     return launch.result(out, x)
+
+
+def max_cols(version: str, aligned: bool = True) -> int | None:
+    """The longest row a version takes (None: any length); aligned: rows on the 16-byte grid."""
+    if version != "warp_rows":
+        return None
+    return WARP_COLS if aligned else RAGGED_COLS
+
+
+def warp_takes(cols: int, aligned: bool) -> bool:
+    """Whether the warp kernel holds a row of cols floats (on the 16-byte grid or off it)."""
+    return cols <= max_cols("warp_rows", aligned)
+
+
+def bench_skip(version: str, n) -> str | None:
+    """Why course.bench leaves a version out at size n (rows, cols), or None (both benchmark shapes fit
+    every version)."""
+    limit = max_cols(version, n[1] % VEC == 0)
+    if limit is not None and n[1] > limit:
+        return f"{version} holds rows of up to {limit} floats; optimized dispatches longer ones"
+    return None
+
+
+def warp_rows(x, weight, bias, eps):
+    """A warp per row, held in registers, up to WARP_COLS floats (RAGGED_COLS off the 16-byte grid);
+    longer rows: ValueError (a warp cannot hold them; optimized dispatches)."""
+    check_inputs(x, weight, bias, eps)
+    return _warp_rows(x, weight, bias, eps)
+
+
+def optimized(x, weight, bias, eps):
+    """The dispatch by cols: a warp per row where it holds the row (up to WARP_COLS floats on the 16-byte
+    grid, RAGGED_COLS off it), the block's Welford kernel beyond."""
+    # EXERCISE: check the inputs; _warp_rows(..., dispatch=True) up to WARP_COLS columns, _welford_block beyond
+    check_inputs(x, weight, bias, eps)
+    if x.shape[1] <= WARP_COLS:
+        return _warp_rows(x, weight, bias, eps, dispatch=True)
+    return _welford_block(x, weight, bias, eps)
 
 
 def library(x, weight, bias, eps):

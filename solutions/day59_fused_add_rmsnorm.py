@@ -12,7 +12,9 @@ v2 optimized  one kernel, a block of 256 threads per row (block-stride over the 
               the sum of squares reduced in float32 (shuffles + one shared slot a warp), out written
               from the registers. 2 reads + 2 writes: the least this job can move. float32 rows whose
               length is a multiple of 4 (every real model's) go through 16-byte loads and stores
-              (course.wide); float16 rows and odd lengths use one 2- or 4-byte access an element.
+              (course.wide.load4); float16 rows of a multiple of 8 and up to 4096 halves through 16-byte
+              accesses of eight halves (wide.load8 / store8, the half8 kernel); other lengths (and longer
+              float16 rows) use one 2- or 4-byte access an element.
 library       torch: new_residual = x + residual; torch.nn.functional.rms_norm(new_residual, (cols,),
               weight, eps) (written as torch ops where rms_norm is missing).
 
@@ -36,15 +38,23 @@ Napkin math (H200, device copy ~4.2 TB/s read + write). Per element, bytes throu
 (the naive RMSNorm's second sweep is an L1/L2 hit: the simulator's sector counts show 24 and 12 bytes
 through L1). At (16384, 4096), 67M elements: float32 1.07 GB fused, ~0.26 ms at the copy rate, naive
 ~0.32 ms; float16 half of each. ~5 FLOPs an element: memory-bound by far.
+Bytes in flight (Little's law wants ~30 KB an SM: 4.2 TB/s / 132 SMs x ~1 us). float32: 8 loads of
+16 B a thread (x and residual, 4 groups each), 3 blocks x 256 threads an SM: 96 KB, past what 90 % needs;
+the 3.6 points it missed are not bytes in flight (the barrier a row and the stores' tail are the suspects).
+float16 before: 32 loads of 2 B a thread = 48 KB an SM but in 2-byte requests (64 B a warp): the load
+instructions, not the bytes, were the limit. The half8 kernel: 4 loads of 16 B a thread (48 KB an SM,
+512 B a warp request), a quarter of float32's instructions per byte. Expected: float16 near float32's
+share of the copy rate; to be measured on the H200.
 Targets: the optimized version >= 90 % of the copy rate at (16384, 4096) in both dtypes, faster than
-torch's add + rms_norm (two kernels, at least 5 passes). Measured on the H200 (device copy 4230 GB/s in
-the same run):
+torch's add + rms_norm (two kernels, at least 5 passes). Measured on the H200 with the PREVIOUS kernels
+(float16 on 2-byte accesses; device copy 4230 GB/s in the same run):
   float32  293.9 us, 3,654 GB/s, 86.4 % of copy (3.6 points short), 2.29x naive, 1.24x faster than
            torch (365.0 us, 69.5 %).
   float16  189.0 us, 2,841 GB/s, 67.8 % (22 points short), 2.93x naive, and 5 % behind torch (179.6 us,
            71.3 %): both targets missed. float16 rows take the one-access-an-element path, 2-byte loads
            and stores, a warp's request 64 bytes against float32's 512; the same kernel on 16-byte
-           accesses reaches 86 % in float32. A 16-byte float16 path (8 halves a load) is the fix.
+           accesses reaches 86 % in float32. A 16-byte float16 path (8 halves a load) is the fix: the
+           half8 kernel, now what optimized runs there (its time: to be measured on the H200).
 """
 
 import math
@@ -74,6 +84,9 @@ MAX_WARPS = THREADS // WARP
 ITEMS = 16  # elements a thread holds: 16 sums + 16 weights in registers
 VEC = wide.WIDTH  # floats in one 16-byte access
 GROUPS = ITEMS // VEC  # 16-byte groups a thread holds on the wide path
+VEC16 = wide.WIDTH16  # halves in one 16-byte access (wide.load8 / store8)
+GROUPS16 = ITEMS // VEC16  # 16-byte groups of halves a thread holds: 2, rows up to 4096 halves
+assert GROUPS16 == 2  # the half8 kernel writes its two groups' loads out by hand (all four in flight)
 BLOCKS_PER_SM = 3  # 3 x 256 threads at ~80 registers a thread (ptxas): the whole grid resident at once
 
 
@@ -386,6 +399,66 @@ def fused_add_rmsnorm_wide_kernel(x, residual, weight, eps, out, new_residual): 
             r += cuda.gridDim.x
 
 
+@cuda.jit
+def fused_add_rmsnorm_half8_kernel(x, residual, weight, eps, out, new_residual):  # float16, cols % 8 == 0
+    """fused_add_rmsnorm_wide_kernel for float16: 16-byte accesses of eight halves (wide.load8 /
+    wide.store8), cols a multiple of 8, every array 16-byte aligned and cols <= ITEMS * THREADS (the host
+    checks): thread t owns the groups g = t + j * THREADS (j < GROUPS16) at column VEC16 * g.
+
+    The weight's groups once into w (float32); per row: all 2 * GROUPS16 loads of x and residual first
+    (no branch: past the row, the last group again, its sums dropped), each sum rounded to float16
+    (rounded(s, True): what torch stores and the next layer reads); new_residual (wide.store8) while
+    summing the float32 squares; block_sum; out = held * inv * w (wide.store8)."""
+    slots = cuda.shared.array(MAX_WARPS, float32)
+    held = cuda.local.array(ITEMS, float32)
+    w = cuda.local.array(ITEMS, float32)
+    ut = uint64(cuda.threadIdx.x)
+    rows, cols = x.shape
+    vecs = uint64(cols // VEC16)
+    last = vecs - uint64(1)
+    r = cuda.blockIdx.x
+    for j in range(GROUPS16):
+        g = ut + uint64(j * THREADS)
+        gg = min(g, last)
+        v = wide.load8(weight, VEC16 * gg)
+        for e in range(VEC16):
+            w[VEC16 * j + e] = float32(v[e])
+    # EXERCISE: per row: the four wide.load8 first (clamped), float16-rounded sums, store8, squares, block_sum, store8
+    while r < rows:
+        # the row's four 16-byte loads (GROUPS16 = 2 groups of x and of residual) all issued before any
+        # arithmetic: no branch around them, past the row the last group again (its sums dropped)
+        g1 = ut + uint64(THREADS)
+        a = wide.load8(x, r, VEC16 * min(ut, last))
+        b = wide.load8(residual, r, VEC16 * min(ut, last))
+        c = wide.load8(x, r, VEC16 * min(g1, last))
+        d = wide.load8(residual, r, VEC16 * min(g1, last))
+        keep0 = ut < vecs
+        keep1 = g1 < vecs
+        for e in range(VEC16):
+            held[e] = rounded(float32(a[e]) + float32(b[e]), True) if keep0 else float32(0.0)
+            held[VEC16 + e] = rounded(float32(c[e]) + float32(d[e]), True) if keep1 else float32(0.0)
+        ss = float32(0.0)
+        for j in range(GROUPS16):
+            g = ut + uint64(j * THREADS)
+            if g < vecs:
+                k = VEC16 * j
+                wide.store8(new_residual, r, VEC16 * g, (held[k], held[k + 1], held[k + 2], held[k + 3],
+                                                         held[k + 4], held[k + 5], held[k + 6], held[k + 7]))
+                for e in range(VEC16):
+                    ss += held[k + e] * held[k + e]
+        inv = inv_rms(block_sum(ss, slots), cols, eps)
+        for j in range(GROUPS16):
+            g = ut + uint64(j * THREADS)
+            if g < vecs:
+                k = VEC16 * j
+                wide.store8(out, r, VEC16 * g, (held[k] * inv * w[k], held[k + 1] * inv * w[k + 1],
+                                                held[k + 2] * inv * w[k + 2], held[k + 3] * inv * w[k + 3],
+                                                held[k + 4] * inv * w[k + 4], held[k + 5] * inv * w[k + 5],
+                                                held[k + 6] * inv * w[k + 6], held[k + 7] * inv * w[k + 7]))
+        r += cuda.gridDim.x
+    # END EXERCISE
+
+
 _SIG_NAIVE_ADD = "void({t}[::1], {t}[::1], {t}[::1])"
 _SIG_NAIVE_NORM = "void({t}[:, ::1], {t}[::1], float32, {t}[:, ::1])"
 _SIG_FUSED = "void({t}[:, ::1], {t}[:, ::1], {t}[::1], float32, {t}[:, ::1], {t}[:, ::1])"
@@ -394,7 +467,8 @@ KERNELS = {
     "naive.add": (add_kernel, _SIG_NAIVE_ADD.format(t="float32")),
     "naive.rmsnorm": (rmsnorm_kernel, _SIG_NAIVE_NORM.format(t="float32")),
     "optimized": (fused_add_rmsnorm_wide_kernel, _SIG_FUSED.format(t="float32")),
-    "optimized.fp16": (fused_add_rmsnorm_kernel, _SIG_FUSED_ANY.format(t="float16")),
+    "optimized.fp16": (fused_add_rmsnorm_half8_kernel, _SIG_FUSED.format(t="float16")),
+    "optimized.any": (fused_add_rmsnorm_kernel, _SIG_FUSED_ANY.format(t="float16")),
 }
 
 
@@ -423,10 +497,14 @@ def optimized(x, residual, weight, eps):
     new_residual = launch.empty((rows, cols), x.dtype)
     out = launch.empty((rows, cols), x.dtype)
     arrays = (d_x, d_res, d_w, out, new_residual)
-    if x.dtype == np.float32 and cols % VEC == 0 and all(_address(a) % 16 == 0 for a in arrays):
+    aligned = all(_address(a) % 16 == 0 for a in arrays)
+    if x.dtype == np.float32 and cols % VEC == 0 and aligned:
         fused_add_rmsnorm_wide_kernel[_grid(rows), THREADS](
             d_x, d_res, d_w, np.float32(eps), out, new_residual)
-    else:  # float16, or rows off the 16-byte grid: one 2- or 4-byte access an element
+    elif x.dtype == np.float16 and cols % VEC16 == 0 and cols <= ITEMS * THREADS and aligned:
+        fused_add_rmsnorm_half8_kernel[_grid(rows), THREADS](
+            d_x, d_res, d_w, np.float32(eps), out, new_residual)
+    else:  # rows off the 16-byte grid, longer float16 rows: one 2- or 4-byte access an element
         fused_add_rmsnorm_kernel[_grid(rows), THREADS](
             d_x, d_res, d_w, np.float32(eps), bool(x.dtype == np.float16), out, new_residual)
     return launch.result(out, x), launch.result(new_residual, x)

@@ -16,7 +16,25 @@ HARD_SHAPES = ((4, 1), (3, 5), (2, 1024), (1, 4097))
 LIMITS = ((1, 32767), (1, 32768), (1, 32769))
 HELD = ("warp_rows", "block_rows")
 
-test_matches_reference = g.matches_reference()
+
+def takes(version, n):
+    """Whether the version takes rows of n[1] floats (warp_rows and block_rows raise past their limit)."""
+    limit = sol.max_cols(version)
+    return limit is None or n[1] <= limit
+
+
+def _pairs(versions, shapes):
+    """(version, shape) for every shape the version takes."""
+    return [(v, n) for v in versions for n in shapes if takes(v, n)]
+
+
+def _pair_ids(pairs):
+    return [f"{v}-{r}x{c}" for v, (r, c) in pairs]
+
+
+test_matches_reference = g.matches_reference(versions=[v for v in sol.VERSIONS if v != "warp_rows"])
+test_warp_rows_matches_reference = g.matches_reference(
+    [n for n in sol.TEST_SIZES if takes("warp_rows", n)], versions=["warp_rows"])
 test_rejects_bad_inputs = g.rejects_bad_inputs(
     (2, 1023),
     extra_cases={
@@ -33,17 +51,46 @@ def _run(version, x):
     return checking.to_host(getattr(g.target, version)(x))
 
 
-@pytest.mark.parametrize("n", LIMITS, ids=[f"{r}x{c}" for r, c in LIMITS])
-@pytest.mark.parametrize("version", ("block_rows", "optimized"))
+LIMIT_PAIRS = _pairs(("block_rows", "optimized"), LIMITS)
+
+
+@pytest.mark.parametrize(("version", "n"), LIMIT_PAIRS, ids=_pair_ids(LIMIT_PAIRS))
 def test_block_limit(version, n):
     """The block kernel's largest class (1024 threads x 32 floats) at 32767 and 32768 floats a row, and
-    the online kernel of day 56 at 32769."""
+    (optimized) the online kernel of day 56 at 32769."""
     g.run_and_compare(version, n)
 
 
-@pytest.mark.parametrize("shape", HARD_SHAPES, ids=[f"{r}x{c}" for r, c in HARD_SHAPES])
+@pytest.mark.parametrize(("version", "n"), (("warp_rows", (2, 1025)), ("warp_rows", (1, 4096)),
+                                            ("block_rows", (1, 32769))),
+                         ids=["warp_rows-1025", "warp_rows-4096", "block_rows-32769"])
+def test_past_the_limit_raises(version, n):
+    """A held kernel takes only the rows it can hold: past its limit, ValueError naming the limit and
+    `optimized` (which dispatches), never a silent hand-over to another kernel (a benchmark row named
+    warp_rows would then time day 56's kernel)."""
+    g.require_implemented(version)
+    (x,), _ = g.inputs(n, version, "limit")
+    with pytest.raises(ValueError) as err:
+        getattr(g.target, version)(x)
+    text = str(err.value)
+    assert str(sol.max_cols(version)) in text and "optimized" in text, (
+        f"{version}{n}: the ValueError should name the limit ({sol.max_cols(version)}) and optimized, got {text!r}")
+    why = sol.bench_skip(version, (4096, n[1]))
+    assert why, f"bench_skip({version!r}, cols={n[1]}) should give a reason: the version cannot run there"
+
+
+def test_bench_skip():
+    """The benchmark times each version only where it runs: warp_rows is left out at (4096, 32768)."""
+    g.require_implemented("warp_rows", "block_rows")
+    skipped = {(v, n) for n in sol.BENCH_SIZES for v in sol.VERSIONS if sol.bench_skip(v, n)}
+    assert skipped == {("warp_rows", (4096, 32768))}, f"bench_skip leaves out {sorted(skipped)}"
+
+
+HARD_PAIRS = _pairs(sol.VERSIONS, HARD_SHAPES)
+
+
 @pytest.mark.parametrize("kind", sol.HARD_KINDS)
-@pytest.mark.parametrize("version", sol.VERSIONS)
+@pytest.mark.parametrize(("version", "shape"), HARD_PAIRS, ids=_pair_ids(HARD_PAIRS))
 def test_hard_inputs(version, kind, shape):
     """Day 56's hard inputs: logits of +-1e4, rows all -inf but one, fully masked rows (all 0), constant
     rows, ramps."""
@@ -142,10 +189,12 @@ def test_dispatch():
             f"{'warp' if n[1] <= sol.WARP_COLS else 'block'} kernel makes {want.global_load_requests}")
 
 
+LARGE_PAIRS = _pairs(("block_rows", "warp_rows", "optimized"),
+                     ((64, 131072), (1024, 32768), (4096, 16384), (32768, 1024), (16384, 1023)))
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", ((64, 131072), (1024, 32768), (4096, 16384), (32768, 1024), (16384, 1023)),
-                         ids=["128k", "32k", "16k", "1k", "1023"])
-@pytest.mark.parametrize("version", ("block_rows", "warp_rows", "optimized"))
+@pytest.mark.parametrize(("version", "n"), LARGE_PAIRS, ids=_pair_ids(LARGE_PAIRS))
 def test_large(version, n):
     """A 128k vocabulary (the online fallback), 32k and 16k rows (block classes), attention rows."""
     g.run_and_compare(version, n)

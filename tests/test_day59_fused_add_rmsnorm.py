@@ -138,9 +138,36 @@ def test_optimized_in_registers(label):
         "registers before the first store")
 
 
+# float16 at awkward sizes: a multiple of 8 (the 16-byte path: one group, a group -1 / +1 past a block of
+# groups, the held limit 4096), and lengths that are not (the 2-byte path: 8 +- 1, 4 mod 8, odd).
+FP16_SIZES = ((3, 8), (2, 2040), (5, 2056), (2, 4096), (3, 7), (2, 9), (3, 1028), (2, 4104), (1, 4092))
+
+
+@pytest.mark.parametrize("n", FP16_SIZES, ids=[f"{r}x{c}" for r, c in FP16_SIZES])
+def test_float16_awkward_sizes(n):
+    """float16 rows on the 16-byte path (cols a multiple of 8) and off it (the other path), both outputs."""
+    g.run_and_compare("optimized", (n[0], n[1], "float16"))
+
+
+def test_float16_16_byte_accesses():
+    """The float16 kernel moves eight halves an access: ld.v4 / st.v4 (wide.load8 / store8), the row's four
+    16-byte loads back to back, no stack frame; in the simulator a warp's load request covers 512 bytes."""
+    rep = g.report("optimized.fp16")
+    # 2 weight groups once, 2 x 2 row groups, 2 x 2 stores (new_residual, out)
+    assert rep.count("vector ld/st") >= 10, (
+        f"optimized.fp16: {rep.count('vector ld/st')} vector ld/st; expected >= 10: x, residual, weight and "
+        "both outputs in 16-byte accesses of eight halves (course.wide.load8 / store8)")
+    assert rep.loads_in_flight >= 4, f"optimized.fp16: {rep.loads_in_flight} loads back to back, expected 4"
+    assert not rep.uses_local_memory, f"optimized.fp16: {rep.stack_bytes} bytes of stack"
+    t = traffic("optimized", TRAFFIC_SIZES[1])
+    assert t.sectors_per_load >= 12, (
+        f"optimized (float16): {t.sectors_per_load:.1f} sectors per load request; 16-byte loads give 16")
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", ((4096, 4096), (4096, 4096, "float16"), (1024, 8192, "float16"), (2048, 5120)),
-                         ids=["4k-fp32", "4k-fp16", "8k-fp16", "5k-fp32"])
+@pytest.mark.parametrize("n", ((4096, 4096), (4096, 4096, "float16"), (1024, 8192, "float16"), (2048, 5120),
+                               (4099, 4088, "float16"), (4096, 4092, "float16")),
+                         ids=["4k-fp32", "4k-fp16", "8k-fp16", "5k-fp32", "4088-fp16", "4092-fp16"])
 @pytest.mark.parametrize("version", sol.VERSIONS)
 def test_large(version, n):
     """Llama-sized rows: 4096 (held in registers), 5120 and 8192 (the chunked path)."""
