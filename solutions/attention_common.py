@@ -73,28 +73,30 @@ def pairs(seq_q: int, seq_k: int, causal: bool) -> int:
 
 
 def reference(q, k, v, causal):
-    """Attention in float64, one (batch, head) at a time (seq_q x seq_k scores, never all heads at
-    once), cast to q's dtype; rows that see no key are zeros."""
+    """Attention in float64, one (batch, KV head) at a time: the group's query heads together (group x
+    seq_q x seq_k scores, never every head at once), cast to q's dtype; rows that see no key are zeros."""
     b, h, sq, d = q.shape
     kvh, sk = k.shape[1], k.shape[2]
     group = h // kvh
     scale = 1.0 / math.sqrt(d)
     out = np.zeros(q.shape, dtype=np.float64)
-    if causal:
-        allowed = np.arange(sk)[None, :] <= (np.arange(sq)[:, None] + (sk - sq))
+    allowed = np.arange(sk)[None, :] <= (np.arange(sq)[:, None] + (sk - sq)) if causal else None
     for bi in range(b):
-        for hi in range(h):
-            kk = k[bi, hi // group].astype(np.float64)
-            vv = v[bi, hi // group].astype(np.float64)
-            s = scale * (q[bi, hi].astype(np.float64) @ kk.T)
+        for g in range(kvh):
+            kk = k[bi, g].astype(np.float64)  # (seq_k, dim)
+            vv = v[bi, g].astype(np.float64)
+            heads = slice(g * group, (g + 1) * group)
+            s = q[bi, heads].astype(np.float64) @ kk.T  # (group, seq_q, seq_k)
+            s *= scale
             if causal:
-                s = np.where(allowed, s, -np.inf)
-            m = s.max(axis=1, keepdims=True)
-            live = np.isfinite(m[:, 0])
-            p = np.exp(s - np.where(np.isfinite(m), m, 0.0))
-            total = p.sum(axis=1, keepdims=True)
-            o = (p / np.where(total > 0, total, 1.0)) @ vv
-            out[bi, hi] = np.where(live[:, None], o, 0.0)
+                s[:, ~allowed] = -np.inf
+            m = s.max(axis=2, keepdims=True)
+            live = np.isfinite(m)
+            s -= np.where(live, m, 0.0)
+            np.exp(s, out=s)
+            total = s.sum(axis=2, keepdims=True)
+            o = (s @ vv) / np.where(total > 0, total, 1.0)
+            out[bi, heads] = np.where(live, o, 0.0)
     return out.astype(q.dtype)
 
 
