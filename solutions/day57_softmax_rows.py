@@ -41,14 +41,14 @@ Each held version takes only the rows it can hold: warp_rows raises ValueError p
 block_rows past BLOCK_COLS (naming the limit and `optimized`), and bench_skip() leaves warp_rows out at
 (4096, 32768), so every row of the benchmark table times the kernel it is named after.
 Target: >= 90 % of the copy rate at both benchmark shapes, and faster than torch.softmax (60 % of copy
-at 16384 x 4096 in the guide's measurement). Measured on the H200 (device copy 4226 GB/s in the same run):
-  (32768, 1024)  optimized (= warp_rows) 72.1 us, 3,723 GB/s, 88.1 % of copy (1.9 points short), 10.0x
-                 naive, 1.31x faster than torch.softmax (94.2 us, 67.4 %); block_rows 82.3 us, 77.1 %.
-  (4096, 32768)  optimized (= block_rows) 282.7 us, 3,798 GB/s, 89.9 % (the target within rounding;
-                 block_rows alone 90.1 %), 34.5x naive, 1.52x faster than torch (428.6 us, 59.3 %) and
-                 1.55x faster than day 56's online kernel. (That run's warp_rows row there, 437.1 us,
-                 58.1 %, was day 56's kernel: warp_rows then handed rows over 1024 floats to it. It
-                 now raises past 1024, and that row is no longer timed: bench_skip names the reason.)
+at 16384 x 4096 in the guide's measurement). Measured on the H200 (device copy 4257 GB/s in the same run):
+  (32768, 1024)  optimized (= warp_rows) 71.1 us, 3,777 GB/s, 88.7 % of copy (missed by 1.3 points;
+                 warp_rows alone 88.9 %), 10.08x naive, 1.33x faster than torch.softmax (94.7 us,
+                 66.6 %); block_rows 82.5 us, 76.4 %.
+  (4096, 32768)  optimized (= block_rows) 278.9 us, 3,850 GB/s, 91.1 % (met), 34.68x naive, 1.53x faster
+                 than torch (426.4 us, 59.6 %) and 1.57x faster than day 56's online kernel (437.2 us in
+                 an earlier H200 run). warp_rows raises past 1024 floats, so it has no row there
+                 (bench_skip names the reason).
 """
 
 import functools

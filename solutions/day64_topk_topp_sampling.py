@@ -26,7 +26,7 @@ v1 naive      a block per row sorts the whole row: the (key, id) pairs of all vo
               log2 P (log2 P + 1) / 2 steps with a barrier each, every step a read and a write of the
               whole buffer; then the row's softmax sum (a second read of the row), and one thread cuts
               top-k, scans top-p and draws, serially.
-v2 optimized  per-chunk top-k in shared memory, merged, then a block scan:
+v2 chunk_sort per-chunk top-k in shared memory, merged, then a block scan:
               (a) chunk pass: block (c, r) loads chunk c of SPAN logits of row r (coalesced, the only
                   read of the row), packs the pairs into shared memory, sorts them by a bitonic network
                   (a barrier a step) and writes its first kc = min(top_k, SPAN) pairs: a chunk's top-k.
@@ -39,6 +39,18 @@ v2 optimized  per-chunk top-k in shared memory, merged, then a block scan:
                   loads, not a re-read of the row), exp((x - M) / T), a block scan (warp shuffles, day 31's
                   warp_inclusive_scan, one slot a warp), the top-p count and the draw by
                   syncthreads_count.
+v3 optimized  radix select of the k-th key, one compaction, then v2's final block on exactly k pairs:
+              (a) PASSES = 4 histogram launches of 8-bit digits of descending_key (from the top), grid (nb,
+                  rows): block (b, r) counts slice b of row r (coalesced, UNROLL loads in flight) into
+                  day 22's replicated shared bins (shared atomics, conflict-free) and stores its 256
+                  counts (no zeroing, no global atomics: the next launch's blocks sum the row's nb x 256,
+                  a scan over the digits, and take the digit with excl < rem <= incl: the prefix grows a
+                  digit, rem drops the keys below it; nothing returns to the host between passes);
+              (b) compaction, the same grid: the last narrowing gives thr (the k-th smallest key) and take
+                  (how many keys == thr are in); keys < thr go to slots by a warp's global atomic, keys
+                  == thr by their rank in id order (the equal keys of earlier slices, from their last-pass
+                  counts, plus a warp scan of the tile's ballot counts): the lowest ids, exactly k pairs;
+              (c) final_sample_kernel on the (rows, k) pairs: a sort of pow2(k) pairs (64 for k = 50).
 library       torch on the GPU (what vLLM's sampler does): a stable descending torch.sort of the whole
               row of logits, the top-k cut, softmax of the kept, the top-p mask by cumsum,
               searchsorted of the same uniforms.
@@ -48,14 +60,32 @@ Napkin math (H200, ~4.2 TB/s). The minimum is one read of the logits (4 B a toke
 L2 (a decode batch is this small: it is latency, not bandwidth, that a sampler spends).
   naive      per row P = 131072 (2^17) pairs of 8 B, 153 steps each reading and writing 1 MB: ~160 MB a
              row through L2, 10 GB for 64 rows, on only 64 blocks (64 of 132 SMs busy): milliseconds.
-  optimized  pass (a) reads the 32.8 MB once; its sorting is shared-memory work, ~36 steps (SPAN 256,
+  chunk_sort pass (a) reads the 32.8 MB once; its sorting is shared-memory work, ~36 steps (SPAN 256,
              top_k 50) of one 8-byte compare-exchange a thread: 4 B read per ~300 B of shared traffic, so
              the shared-memory pipe (~30 TB/s over the chip), not DRAM, bounds it: ~30-60 us expected.
              Candidates: 128256 / 256 x 50 = 25k pairs a row (200 KB), then 4.9k, then 1k: a few %
              of pass (a). The final block per row: a 2048-pair sort and a 1024-float scan, ~10 us.
-  Both BENCH_SIZES, bound "memory" (the % of copy on the minimum bytes): to be measured on the H200;
-  expected well below the copy rate (the sorting network, not the bytes) and well ahead of torch.sort
-  of the whole row.
+             Measured on the H200: (64, 128256, 50, 0.9, 0.8) naive 19.25 ms, chunk_sort 952 us, torch
+             689 us; (256, 32000, 50, 0.95, 1.0) naive 5.22 ms, chunk_sort 947 us, torch 701 us. Nsight
+             Compute at the first shape: pass (a) 979 us (32k blocks, each a full bitonic sort of 256
+             pairs), the second pass 200 us, the third 48 us, the final 31 us. The napkin's 30-60 us was
+             wrong by 20x: the network is O(n log^2 n) compare-exchanges of 64-bit pairs, ~220 SM-cycles a
+             block-step, and the chip is instruction-bound on it, not on the 33 MB.
+  optimized  5 reads of the row (4 histogram passes + the compaction): 164 MB. The first from DRAM
+             (~8 us); the row set is 33 MB, inside the L2 (50-60 MB), so the other four mostly from L2:
+             ~3-5 us each. Per key: a load, the key, a compare, and (pass 0: every key; later passes only
+             the keys in play, ~2 % of normal logits after the first digit) one shared atomic on a
+             replicated bin: 8.2M atomics over 132 SMs x 32 lanes ~1 us. The merge: nb x 256 counts a block
+             stored, nb^2 x 256 read a row a pass (nb = 8: 64 KB a row, 4 MB a pass, ~12 % of the row).
+             The final block sorts 64 pairs, ~5 us. Six launches back to back, ~2-3 us each of gaps and
+             tails. Expected ~30-50 us at both shapes: well under torch's ~690 us (which sorts every row
+             whole). To be measured on the H200.
+             Why several blocks a row: 64 rows against 132 SMs. One block a row (FlashInfer's way) would
+             fuse every pass into one launch, but leaves 68 SMs idle and makes one SM stream 513 KB five
+             times with the bytes one SM keeps in flight (~32-64 KB: ~50-100 GB/s, ~5-10 us a pass).
+             row_blocks aims at ~4 blocks an SM over all rows (8 slices a row at (64, 128256), 3 at
+             (256, 32000)), capped at 8 because each block re-reads the row's nb x 256 counts.
+  All BENCH_SIZES, bound "memory" (the % of copy on the minimum bytes).
 """
 
 import math
@@ -64,20 +94,32 @@ import numbers
 import numpy as np
 
 from course import cuda, launch
-from numba import float32, int32, int64, uint64  # numba names only after the course import
+from numba import float32, int32, int64, uint32, uint64  # numba names only after the course import
+from solutions.day22_histogram import BINS, COPIES, SLOTS  # day 22's replicated shared bins
 from solutions.day25_reduction_last_warp import WARP
 from solutions.day31_stream_compaction import warp_inclusive_scan  # day 31's shuffle scan (any dtype)
 from solutions.day38_checkpoint_topk import descending_key  # day 38's order-preserving key
 
 TITLE = "Top-k and top-p sampling"
 MEMORY_SPACE = "shared"
-VERSIONS = ("naive", "optimized")
+VERSIONS = ("naive", "chunk_sort", "optimized")
 MAX_K = 1024  # the final block holds the k kept probabilities, one a thread
 CHUNK = 2048  # pairs one block sorts in shared memory: 16 KB of uint64
 MIN_SPAN = 64  # the smallest chunk (a power of two, two warps of compare-exchanges)
 NAIVE_THREADS = 256
 MARGIN = 1e-4  # make_inputs keeps every uniform and top_p this far (relative) from a boundary
 PAD = 0xFFFFFFFFFFFFFFFF  # the largest pair: sorts after every real one
+# The radix select (optimized): 4 passes of 8-bit digits over the 32-bit keys, from the top.
+RADIX = BINS  # 256 digit values, one a thread of the histogram blocks (day 22's bins)
+DIGIT_BITS = 8
+PASSES = 32 // DIGIT_BITS
+FULL = 0xFFFFFFFF
+UNROLL = 4  # histogram: 4 coalesced loads in flight a thread before any is counted
+WARPS = RADIX // WARP  # 8 warps in a histogram or compaction block
+ITEMS = WARP // WARPS  # compaction: 4 keys a thread a tile; ITEMS x WARPS = 32 rank slots, one warp scans them
+ROW_BLOCKS_PER_SM = 4  # the passes' grid: about 4 blocks an SM over all rows together
+MAX_ROW_BLOCKS = 8  # slices a row at most: each block re-reads the row's nb x 256 counts (nb^2 a row)
+MIN_SLICE = RADIX * ITEMS  # at least one compaction tile (1024 keys) a slice
 # (rows, vocab, top_k, top_p, temperature). A vocab of 1; a tiny vocab all kept (top_k = vocab);
 # greedy (top_k 1); a vocab not a power of two past a chunk (2101: the chunk and merge passes); top_p 1.0
 # and a tiny top_p; temperatures below and above 1.
@@ -397,13 +439,197 @@ def final_sample_kernel(xf, xbits, vocab, cand, width, top_k, top_p, temp, u, ou
     # END EXERCISE
 
 
+# ---- v3: radix select of the threshold, one compaction, the final block ------------------------------------
+
+@cuda.jit(device=True)
+def find_bucket(hist, p, r, nb, prefix, rem, shift, wsum, sel):
+    """Called by all RADIX threads of a block (thread t = digit t): the digit of pass p that holds the
+    rem-th smallest key in play of row r. c_t = sum over the row's nb blocks of hist[p, r, b, t] (the
+    merge: each block stored its own counts); the inclusive scan of c over the digits (day 31's
+    warp_inclusive_scan, the warp totals through wsum, a barrier); the one digit d with
+    excl < rem <= incl (excl = incl - c_d) writes sel = (prefix | d << shift, rem - excl, c_d): the
+    prefix grows by a digit, rem drops the keys of the lower digits (all taken), c_d is how many keys in
+    play share the new prefix. A barrier; every thread returns sel."""
+    t = cuda.threadIdx.x
+    lane = t % WARP
+    warp = t // WARP
+    # EXERCISE: merge the row's nb counts of digit t, scan over the digits, the digit with excl < rem <= incl writes sel
+    c = int32(0)
+    for b in range(nb):
+        c += hist[p, r, b, t]  # a warp reads 32 consecutive counts: one request a block
+    incl = warp_inclusive_scan(c, lane)
+    if lane == WARP - 1:
+        wsum[warp] = incl
+    cuda.syncthreads()
+    for w in range(WARPS):
+        if w < warp:
+            incl += wsum[w]
+    excl = incl - c
+    if excl < rem and rem <= incl:  # one digit: rem <= the keys in play, and c_d > 0 here
+        sel[0] = prefix | (uint32(t) << uint32(shift))
+        sel[1] = uint32(rem - excl)
+        sel[2] = uint32(c)
+    # END EXERCISE
+    cuda.syncthreads()
+    return sel[0], int32(sel[1]), int32(sel[2])
+
+
+@cuda.jit
+def radix_hist_kernel(xbits, vocab, per, k, p, state, hist, cnt):
+    """Pass p (0 .. PASSES - 1) of the radix select, block (b, r) = (blockIdx.x, blockIdx.y): the
+    digit histogram of its slice [b per, min((b + 1) per, vocab)) of row r (nb = gridDim.x slices).
+
+    First the prefix: pass 0 starts with (prefix 0, rem = k); pass p > 0 takes (prefix, rem) from
+    state[r, p - 1] and narrows them by find_bucket on pass p - 1's counts (every block of the row does
+    the same, from the same counts: no host round trip, no extra launch). Block 0 stores the result in
+    state[r, p] for the next launch (and zeroes the row's compaction counter cnt[r] in pass 0).
+    Then the count: keys key = descending_key(xbits[r vocab + i]) in play ((key & himask) == prefix,
+    himask = the top 8 p bits; every key in pass 0) add 1 to digit (key >> shift) & 255, shift =
+    24 - 8 p, in day 22's replicated shared bins (copy lane of bin d at d COPIES + lane: a warp's 32
+    atomics hit 32 banks however the digits fall), UNROLL coalesced loads in flight a thread before the
+    first atomic. A barrier; thread t sums digit t's 32 copies (rotated: conflict-free) and stores the
+    block's count in hist[p, r, b, t] (a plain store: the merge is the consumer's sum over b)."""
+    bins = cuda.shared.array(SLOTS, int32)  # (RADIX, COPIES) flattened: 32 KB
+    wsum = cuda.shared.array(WARPS, int32)
+    sel = cuda.shared.array(3, uint32)
+    t = cuda.threadIdx.x
+    lane = t % WARP
+    b = cuda.blockIdx.x
+    r = cuda.blockIdx.y
+    nb = cuda.gridDim.x
+    for j in range(t, SLOTS, RADIX):
+        bins[j] = 0
+    prefix = uint32(0)
+    rem = int32(k)
+    if p > 0:
+        prefix, rem, _ = find_bucket(hist, p - 1, r, nb, state[r, p - 1, 0], int32(state[r, p - 1, 1]),
+                                     DIGIT_BITS * (PASSES - p), wsum, sel)
+    cuda.syncthreads()  # the bins zeroed before any lane counts into them
+    if b == 0 and t == 0:
+        state[r, p, 0] = prefix
+        state[r, p, 1] = uint32(rem)
+        if p == 0:
+            cnt[r] = 0
+    shift = uint32(DIGIT_BITS * (PASSES - 1 - p))
+    himask = uint32(0) if p == 0 else uint32((FULL << (shift + uint32(DIGIT_BITS))) & FULL)
+    start = b * per
+    end = min(start + per, vocab)
+    base = int64(r) * vocab
+    # EXERCISE: UNROLL coalesced loads a trip, count the keys in play in the replicated bins, barrier, store the counts
+    vals = cuda.local.array(UNROLL, uint32)  # unrolled: registers
+    i = start + t
+    while i < end:
+        for u in range(UNROLL):
+            q = i + u * RADIX
+            vals[u] = xbits[base + q] if q < end else uint32(0)  # every load issued before the first atomic
+        for u in range(UNROLL):
+            if i + u * RADIX < end:
+                key = descending_key(vals[u])
+                if key & himask == prefix:
+                    cuda.atomic.add(bins, ((key >> shift) & uint32(RADIX - 1)) * uint32(COPIES) + uint32(lane), 1)
+        i += UNROLL * RADIX
+    cuda.syncthreads()  # all of the block's counts in before the merge reads them
+    total = int32(0)
+    for c in range(COPIES):
+        total += bins[t * COPIES + ((c + t) & (COPIES - 1))]  # rotated: the warp's 32 reads, 32 banks
+    hist[p, r, b, t] = total
+    # END EXERCISE
+
+
+@cuda.jit
+def radix_compact_kernel(xbits, vocab, per, k, state, hist, cnt, cand):
+    """Block (b, r), the slices of radix_hist_kernel: the last narrowing (find_bucket on the last
+    pass's counts) gives the threshold key thr (the k-th smallest key of row r), take = how many keys
+    == thr the top-k holds and less = k - take (every key < thr is in). Each slice of RADIX x ITEMS
+    elements (element tile + it RADIX + t for it < ITEMS: coalesced):
+    - a key < thr goes to cand[r, slot] (pack(bits, id)), the warp's slots taken by one global atomic
+      on cnt[r] (lane 0 adds popc(ballot), shuffles the old value to the warp): at most less < k of them,
+      in any order (the final kernel sorts);
+    - a key == thr has rank e among the row's equal keys in id order: the equal keys of the blocks
+      before b (their last-pass counts of thr's digit, hist[PASSES - 1, r, b', thr & 255]), plus those of
+      this block's earlier tiles, plus, in the tile, the popcounts of the ballots before its (it, warp)
+      (a warp scan of the ITEMS x WARPS = 32 counts, the order of the ids) and popc(ballot &
+      lanemask_lt); it goes to cand[r, less + e] if e < take: the lowest ids first, exactly k pairs.
+    A block whose equal keys are all past take (or has none) skips the ranks (a block-uniform test)."""
+    eq_cnt = cuda.shared.array(WARP, int32)  # slot it * WARPS + warp: the id order
+    wsum = cuda.shared.array(WARPS, int32)
+    sel = cuda.shared.array(3, uint32)
+    tile_tot = cuda.shared.array(1, int32)
+    t = cuda.threadIdx.x
+    lane = t % WARP
+    warp = t // WARP
+    b = cuda.blockIdx.x
+    r = cuda.blockIdx.y
+    nb = cuda.gridDim.x
+    thr, take, _ = find_bucket(hist, PASSES - 1, r, nb, state[r, PASSES - 1, 0],
+                               int32(state[r, PASSES - 1, 1]), 0, wsum, sel)
+    less = k - take
+    d = thr & uint32(RADIX - 1)
+    start = b * per
+    end = min(start + per, vocab)
+    base = int64(r) * vocab
+    below = cuda.lanemask_lt()
+    me = uint32(1) << uint32(lane)
+    bits = cuda.local.array(ITEMS, uint32)
+    ems = cuda.local.array(ITEMS, uint32)
+    # EXERCISE: equal keys before this block; a tile: keys < thr to a warp's atomic slots, keys == thr by id-order rank
+    running = int32(0)  # the row's keys == thr before this block, then before this tile
+    for bb in range(b):
+        running += hist[PASSES - 1, r, bb, d]
+    ranks = hist[PASSES - 1, r, b, d] > 0 and running < take  # the same in every thread
+    tile = start
+    while tile < end:
+        for it in range(ITEMS):
+            q = tile + it * RADIX + t
+            valid = q < end
+            bits[it] = xbits[base + q] if valid else uint32(0)
+            key = descending_key(bits[it])
+            lm = uint32(cuda.ballot_sync(FULL, valid and key < thr))
+            if lm != 0:  # rare (fewer than k a row): the warp takes its slots with one atomic
+                slot = int32(0)
+                if lane == 0:
+                    slot = cuda.atomic.add(cnt, r, int32(cuda.popc(lm)))
+                slot = cuda.shfl_sync(FULL, slot, 0)
+                if lm & me:
+                    cand[r, slot + cuda.popc(lm & below)] = pack(bits[it], q)
+            if ranks:
+                em = uint32(cuda.ballot_sync(FULL, valid and key == thr))
+                ems[it] = em
+                if lane == 0:
+                    eq_cnt[it * WARPS + warp] = cuda.popc(em)
+        if ranks:
+            cuda.syncthreads()  # the tile's 32 counts in
+            if warp == 0:
+                c = eq_cnt[lane]
+                inc = warp_inclusive_scan(c, lane)
+                eq_cnt[lane] = inc - c  # exclusive: the equal keys of the tile before slot lane
+                if lane == WARP - 1:
+                    tile_tot[0] = inc
+            cuda.syncthreads()
+            for it in range(ITEMS):
+                if ems[it] & me:
+                    e = running + eq_cnt[it * WARPS + warp] + cuda.popc(ems[it] & below)
+                    if e < take:
+                        cand[r, less + e] = pack(bits[it], tile + it * RADIX + t)
+            running += tile_tot[0]
+            cuda.syncthreads()  # every thread has read the offsets before the next tile's counts
+        tile += ITEMS * RADIX
+    # END EXERCISE
+
+
 _X = "float32[::1], uint32[::1], int64"  # the logits flat, their bits, vocab
 _SIG_FINAL = f"void({_X}, uint64[:, ::1], int64, int64, float32, float32, float32[::1], int32[::1])"
 KERNELS = {
     "naive": (sort_row_sample_kernel,
               f"void({_X}, uint64[:, ::1], int64, float32, float32, float32[::1], int32[::1])"),
-    "optimized": (chunk_topk_kernel,
-                  "void(uint32[::1], int64, uint64[:, ::1], int64, int64, int64, uint64[:, ::1])"),
+    "chunk_sort": (chunk_topk_kernel,
+                   "void(uint32[::1], int64, uint64[:, ::1], int64, int64, int64, uint64[:, ::1])"),
+    "chunk_sort.final": (final_sample_kernel, _SIG_FINAL),
+    "optimized": (radix_hist_kernel,
+                  "void(uint32[::1], int64, int64, int64, int64, uint32[:, :, ::1], int32[:, :, :, ::1], int32[::1])"),
+    "optimized.compact": (radix_compact_kernel,
+                          "void(uint32[::1], int64, int64, int64, uint32[:, :, ::1], int32[:, :, :, ::1], int32[::1], "
+                          "uint64[:, ::1])"),
     "optimized.final": (final_sample_kernel, _SIG_FINAL),
 }
 
@@ -428,10 +654,14 @@ def naive(logits, top_k, top_p, temperature, uniforms):
     return launch.result(out, logits)
 
 
-def optimized(logits, top_k, top_p, temperature, uniforms):
+def _final_threads(k, n):
+    threads = max(WARP, _pow2(k))  # a thread a kept probability: the scan
+    return min(MAX_K, max(threads, min(_pow2(n) // 2, 256)))  # and enough for the final sort
+
+
+def chunk_sort(logits, top_k, top_p, temperature, uniforms):
     """The chunk passes while the row (or its candidates) exceeds one block's CHUNK, then the final block
     a row. The logits are read once (by the first pass, or by the final kernel when vocab <= CHUNK)."""
-    # EXERCISE: check; span = pow2 >= 4 top_k in [MIN_SPAN, CHUNK]; chunk passes while width > CHUNK; the final kernel
     k, p, temp = _check(logits, top_k, top_p, temperature, uniforms)
     xf, xbits, d_u, rows, vocab = _device_inputs(logits, uniforms)
     span = min(CHUNK, max(MIN_SPAN, _pow2(4 * k)))
@@ -444,10 +674,38 @@ def optimized(logits, top_k, top_p, temperature, uniforms):
         nxt = cuda.device_array((rows, chunks * kc), dtype=np.uint64)
         chunk_topk_kernel[(chunks, rows), span // 2](xbits, vocab, cand, width, span, kc, nxt)
         cand, width, n = nxt, chunks * kc, chunks * kc
-    threads = max(WARP, _pow2(k))  # a thread a kept probability: the scan
-    threads = min(MAX_K, max(threads, min(_pow2(n) // 2, 256)))  # and enough for the final sort
     out = launch.empty((rows,), np.int32)
-    final_sample_kernel[rows, threads](xf, xbits, vocab, cand, width, k, p, temp, d_u, out)
+    final_sample_kernel[rows, _final_threads(k, n)](xf, xbits, vocab, cand, width, k, p, temp, d_u, out)
+    return launch.result(out, logits)
+
+
+def row_blocks(rows, vocab):
+    """(nb, per): the slices a row is cut into and their length (a multiple of RADIX). About
+    ROW_BLOCKS_PER_SM blocks an SM over all rows, at most MAX_ROW_BLOCKS a row, at least MIN_SLICE keys a
+    slice: (64, 128256) on 132 SMs -> 8 slices of 16,128; (256, 32000) -> 3 of 10,752."""
+    nb = max(1, min(MAX_ROW_BLOCKS, math.ceil(launch.sm_count() * ROW_BLOCKS_PER_SM / rows),
+                    math.ceil(vocab / MIN_SLICE)))
+    per = math.ceil(math.ceil(vocab / nb) / RADIX) * RADIX
+    return math.ceil(vocab / per), per
+
+
+def optimized(logits, top_k, top_p, temperature, uniforms):
+    """PASSES histogram launches and one compaction over a grid of (nb, rows) blocks, then the final block
+    a row on the k candidates. Nothing comes back to the host between them: each launch finds its digit
+    from the previous one's counts."""
+    # EXERCISE: check; row_blocks; PASSES radix_hist_kernel launches on (nb, rows); the compaction; the final kernel
+    k, p, temp = _check(logits, top_k, top_p, temperature, uniforms)
+    xf, xbits, d_u, rows, vocab = _device_inputs(logits, uniforms)
+    nb, per = row_blocks(rows, vocab)
+    state = cuda.device_array((rows, PASSES, 2), dtype=np.uint32)  # (prefix, rem) a row, at each pass's start
+    hist = cuda.device_array((PASSES, rows, nb, RADIX), dtype=np.int32)  # every block's counts: no zeroing
+    cnt = cuda.device_array((rows,), dtype=np.int32)  # the compaction's slots for keys < thr (zeroed by pass 0)
+    for pas in range(PASSES):
+        radix_hist_kernel[(nb, rows), RADIX](xbits, vocab, per, k, pas, state, hist, cnt)
+    cand = cuda.device_array((rows, k), dtype=np.uint64)
+    radix_compact_kernel[(nb, rows), RADIX](xbits, vocab, per, k, state, hist, cnt, cand)
+    out = launch.empty((rows,), np.int32)
+    final_sample_kernel[rows, _final_threads(k, k)](xf, xbits, vocab, cand, k, k, p, temp, d_u, out)
     return launch.result(out, logits)
     # END EXERCISE
 

@@ -29,8 +29,11 @@ test_rejects_bad_inputs = g.rejects_bad_inputs(
 
 
 def test_optimized_refuses_sequences_past_max_keys():
-    """The scores of a block's rows must fit on chip: past MAX_KEYS the kernel says so."""
+    """The scores of a block's rows must fit on chip: past MAX_KEYS (half of it past dim 64) the kernel says so."""
     g.require_implemented("optimized")
+    q, k, v, causal = g.solution.make_inputs((1, 1, 1, 2, g.solution.MAX_KEYS // 2 + 1, 128, False))
+    with pytest.raises(ValueError, match="MAX_KEYS"):
+        g.target.optimized(q, k, v, causal)
     q, k, v, causal = g.solution.make_inputs((1, 1, 1, 2, g.solution.MAX_KEYS + 1, 32, False))
     with pytest.raises(ValueError, match="MAX_KEYS"):
         g.target.optimized(q, k, v, causal)
@@ -49,7 +52,10 @@ def test_naive_gemms_use_shared_tiles():
 def test_optimized_keeps_the_scores_in_shared_memory():
     rep = g.report("optimized")
     assert rep.count("ld.shared") > 0 and rep.count("st.shared") > 0 and rep.count("bar.sync") > 0
-    assert rep.shared_bytes >= g.solution.QB * 1024 * 4, "optimized: a block's scores live in shared memory"
+    assert rep.shared_bytes >= g.solution.QB * g.solution.MAX_KEYS * 4, (
+        "optimized: a block's scores live in shared memory")
+    assert rep.shared_bytes <= 48 * 1024, "optimized: a block may declare at most 48 KB of shared memory statically"
+    assert "ld.shared.v4" in rep.ptx, "optimized: the register tiles read shared memory 16 bytes at a time"
     assert rep.stack_bytes == 0 and rep.spill_stores == 0
 
 
@@ -69,16 +75,18 @@ def test_optimized_stores_only_the_output():
     t = g.traffic("optimized", N_TRAFFIC)
     assert t.global_store_sectors * 32 == q.nbytes, (
         f"optimized: stored {t.global_store_sectors * 32} B, the output is {q.nbytes} B")
-    # q once; k and v once per block of 4 rows (from L2 on a GPU), nothing more
+    # q once; k and v once per block of QB = 16 rows (from L2 on a GPU), nothing more
     blocks = -(-q.shape[2] // g.solution.QB) * q.shape[0] * q.shape[1]
     assert t.global_load_sectors * 32 <= q.nbytes + blocks * (k.nbytes + v.nbytes) // k.shape[1] * 1.1
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal", [False, True])
-def test_at_1024_keys(causal):
+def test_at_max_keys(causal):
     for version in g.versions:
-        g.run_and_compare(version, (2, 8, 4, 1024, 1024, 64, causal))
+        g.run_and_compare(version, (2, 8, 4, 500, 512, 64, causal))
+        g.run_and_compare(version, (1, 8, 2, 256, 250, 128, causal))
+    g.run_and_compare("naive", (2, 8, 4, 1024, 1024, 64, causal))
 
 
 @pytest.mark.gpu

@@ -49,6 +49,9 @@ def test_flash_streams_tiles_through_shared_memory():
     rep = g.report("flash")
     assert rep.count("ld.shared") > 0 and rep.count("st.shared") > 0, "flash: stage q, K/V and P in shared memory"
     assert rep.count("bar.sync") >= 3, "flash: barriers after staging K, after P, after staging V, between tiles"
+    assert "ld.shared.v4" in rep.ptx, "flash: the score and P v micro-tiles read shared memory 16 bytes at a time"
+    assert rep.registers <= 65536 // (g.solution.THREADS * g.solution.BLOCKS_PER_SM), (
+        f"flash: {rep.registers} registers a thread: fewer than {g.solution.BLOCKS_PER_SM} blocks an SM")
     assert rep.count("shfl.sync") > 0, "flash: the row max and sum are shared by the lanes of a row (shuffles)"
     assert rep.stack_bytes == 0 and rep.spill_stores == 0 and not rep.uses_local_memory, (
         "flash: the output accumulator and the scores should live in registers")
@@ -56,7 +59,7 @@ def test_flash_streams_tiles_through_shared_memory():
 
 
 def test_flash_reads_k_and_v_once_per_query_tile_and_stores_only_the_output():
-    n = (1, 1, 1, 40, 40, 32, False)  # 2 query tiles, 2 key tiles (the second partial)
+    n = (1, 1, 1, 70, 40, 32, False)  # 2 query tiles (the second partial), 3 key tiles (the third partial)
     q, k, v, _ = g.solution.make_inputs(n)
     t = g.traffic("flash", n)
     assert t.global_store_sectors * 32 == q.nbytes, (
@@ -68,9 +71,9 @@ def test_flash_reads_k_and_v_once_per_query_tile_and_stores_only_the_output():
 
 
 def test_causal_skips_the_tiles_above_the_diagonal():
-    """Causal at 40 x 40: the first query tile (rows 0-31) never reads the second key tile."""
-    dense = g.traffic("flash", (1, 1, 1, 40, 40, 32, False)).global_load_sectors
-    causal = g.traffic("flash", (1, 1, 1, 40, 40, 32, True)).global_load_sectors
+    """Causal at 70 queries x 20 keys: the first query tile (rows 0-63) sees keys 0-13 only, one key tile."""
+    dense = g.traffic("flash", (1, 1, 1, 70, 20, 32, False)).global_load_sectors
+    causal = g.traffic("flash", (1, 1, 1, 70, 20, 32, True)).global_load_sectors
     assert causal < dense, "flash: a causal query tile should not load the key tiles past its last row's window"
 
 

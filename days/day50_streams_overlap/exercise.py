@@ -33,6 +33,13 @@ below the napkin's 33: the kernel, 3.7x a copy, is the longest stage at ITERS = 
 (54.9 GB/s); serial pinned 27.9 ms; overlapped 18.3 ms = 1.01x the longest stage (target 1.15x: met);
 naive from pageable memory 113 ms, 6.2x the overlapped. The bench times the host functions as called:
 naive 158 ms, overlapped 139 ms, the latter with its page-locking and allocations on every call.
+That size is kernel-bound: the 1.01x only says the copies hid behind the kernel. Where the transfers
+dominate, stage_times(x, 128) on the H200: upload 4.98 ms (53.9 GB/s), kernel 2.48 ms, download 4.94 ms
+(54.3 GB/s); serial pinned 12.60 ms; overlapped 6.23 ms = 1.25x the longest stage (the upload): the
+target 1.15x is missed by 0.10x (the napkin's bound, 4.9 + (2.5 + 4.9) / 16, is 1.09x). The likely
+reason: both directions at once, never timed alone; 537 MB in 6.23 ms is 86 GB/s for the two together,
+against 108 if each kept its rate alone; timeline(x, 128) shows the 16 uploads adding up to 5.94 ms in
+the pipeline against 4.98 alone. Naive from pageable memory 128.7 ms, 20.7x the overlapped pipeline.
 
 What you write (each raises NotImplementedError with its hint until you do):
   horner_kernel  grid-stride over [start, stop): clamp, halve, then `iters` Horner steps in float32 (11 lines)

@@ -28,9 +28,13 @@ memcpy (the host's first touch of fresh managed pages).
 Measured on the H200 (PCIe): first touch 155-178 ms per GB of x and y (852 at 0.25 GB), prefetch +
 kernel 52-56 ms per GB (~20 GB/s, not the DMA rate), explicit pageable copies 113-122 ms per GB; y's way
 back by host faults costs what a prefetch back plus the host's read does. The bench's host functions:
-naive 402 ms, prefetched 350 ms, device 135 ms. host_touch_cost's y rows, as first run, moved no page
-(they assigned a view to itself, which NumPy skips: ~1 us for 131,072 pages); they now add zero (a read
-and a write a page), not yet measured. The read-mostly x row: 1.48 ms on the host, the next kernel 0.51 ms.
+naive 402 ms, prefetched 350 ms, device 135 ms. host_touch_cost(1.0) (x and y 512 MB each; a later
+run): the kernel on resident pages 0.62 ms; after the host reads and writes y every 4 KB (131,072
+pages) the host takes 145.6 ms and the next kernel 82.2 ms, ~164 ms per GB of y, first touch's rate;
+every 64 KB, host 101.8 ms, kernel 70.2 ms (85 % of the 4 KB cost for 1/16 of the touches: a host
+fault moves 64 KB or more); every 2 MB, host 9.0 ms, kernel 15.5 ms. The read-mostly x read every 4 KB:
+host 2.1 ms, the next kernel 0.78 ms (the GPU keeps its copy). (An earlier run's y rows moved no page:
+they assigned a view to itself, which NumPy skips; they now add zero, a real read and write.)
 
 In the simulator there is no managed memory and no driver: plain NumPy arrays stand in for managed
 ones and `runtime()` records the advice and prefetch calls instead of making them, so the kernel

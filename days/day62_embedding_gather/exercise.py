@@ -43,8 +43,10 @@ two rows a lane give 64 bytes a lane, 2 KB a warp: 8192 warps (16384 tokens) off
 at once: the kernel's ~66 registers leave 3 blocks of 256 an SM), 2048 warps (4096 tokens) 4 MB. The
 naive kernel has one 4-byte load a thread in flight: 128 bytes a warp, 8 KB an SM at 64 warps (a third
 of what the latency asks), and twice the load instructions. Target: optimized
->= 90 % of the copy rate at the benchmark sizes and faster than torch.embedding: to be measured on the
-H200. Repeated ids (many equal tokens) hit in L2 and may beat the copy rate on reads: the benchmark
+>= 90 % of the copy rate at the benchmark sizes and faster than torch.embedding. Measured on the H200
+(make bench, device copy 4255 GB/s): 140.9 us (90 %), 40.8 us (78 %) and 73.1 us (86 %, float16) at the
+three shapes, against torch.embedding's 147.1, 40.9 and 76.4 us: met at the first shape only.
+Repeated ids (many equal tokens) hit in L2 and may beat the copy rate on reads: the benchmark
 inputs have unique ids (all but the first and last, forced to 0 and vocab - 1), the bound; the tests
 include inputs with repeats.
 

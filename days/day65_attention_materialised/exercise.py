@@ -9,33 +9,52 @@ v1 naive      three kernels, the scores through global memory: S = scale q k^T a
               shared-memory tiles (32 x 32 outputs a block of 64 threads, 4 x 4 a thread), the causal
               mask written as -inf; day 57's row softmax over S in place (a warp or a block a row, the
               row held in registers; a row all -inf gives zeros); O = P v, the same tiled GEMM.
-v2 optimized  one kernel, a block per (batch, head, QB = 4 query rows): the block's 4 x seq_k scores
-              live in shared memory (up to MAX_KEYS = 1536 keys), K then V streamed through a 32-key
-              shared tile: scores, softmax and P v on chip, nothing of size seq^2 in global memory.
-              Longer sequences: ValueError (the scores must fit on chip; day 66 removes the limit).
+v2 optimized  one kernel, a block of 64 threads per (batch, head, QB = 16 query rows): the block's 16 x
+              seq_k scores live in shared memory (up to max_keys(dim): MAX_KEYS = 512 keys at dim <= 64,
+              256 at 96/128), K then V streamed through a 32-key shared tile; register tiles as day 43's:
+              each thread 2 rows x 4 keys of a score tile and 2 rows x dim / 8 outputs, every inner
+              shared read 16 bytes wide (wide.load4); the row softmax on the shared scores, a warp a row.
+              Nothing of size seq^2 in global memory. Longer sequences: ValueError (day 66 removes it).
 library       torch.nn.functional.scaled_dot_product_attention (float32: torch picks the backend).
+
+Measured on the H200 (make bench, FP32 GEMM peak 51 TFLOP/s in the same run), the PREVIOUS kernels (v2 then:
+a block of 4 warps per 4 query rows, one key a lane, MAX_KEYS 1536): at (8, 32, 32, 1024, 1024, 64) naive
+9.50 ms (14 % of the FP32 peak), optimized 42.6 ms (4.5x SLOWER than naive), torch SDPA float32 2.02 ms;
+causal: naive 9.53 ms, optimized 22.1 ms, torch 1.14 ms. At (8, 32, 32, 4096, 4096, 128): naive 283.5 ms
+(15 %), torch 46.4 ms (92 %). Why the old v2 lost: every 4-row block re-read all of K and V (seq_q / 4
+times a head) and did ~64 FMAs a thread between barriers, with two shared words per FMA.
+The new v2's times are to be measured on the H200.
 
 Napkin math at the issue's shape (8, 32 heads, seq 4096, dim 128): 4 b h s^2 d = 2.2 TFLOP (about half
 with causal: the pairs above the diagonal are not counted). q, k, v and out are 4 x 537 MB = 2.1 GB,
 but the scores are b h s^2 x 4 B = 17.2 GB: naive writes them (17 GB), the softmax reads and writes
 them (34 GB), P v reads them again (17 GB): 69 GB, ~16 ms at the H200's ~4.2 TB/s before any FLOP,
 and 17 GB of the H200's 141 GB held just for S. The FP32 roofline (cuBLAS FP32 GEMM ~51 TFLOP/s)
-puts the FLOPs at ~43 ms; the scores add ~16 ms of DRAM time in kernels that do little else (the
-softmax moves 34 GB for a few FLOPs an element), and 17 GB of memory. The optimized kernel
-moves only q, k, v, out (k and v re-read from L2 once per 4-row block), but it exists only for short
-sequences: 4 rows x 1536 keys x 4 B = 24 KB of scores beside the K/V tile (32 x 129 floats, 16.5 KB)
-and the 4 query rows (2 KB), 42.6 KB of the 48 KB a block may declare statically. At 4096 keys the
-scores of even one query row would take 16 KB; day 66's online softmax never holds them at all.
-Its inner products read two shared words per FMA (a query word, broadcast, and a key word): like day
-41, at most ~1/8 of the FP32 peak; it wins over naive by not moving the scores, not by its FLOP rate.
+puts the FLOPs at ~43 ms. The optimized kernel exists only for short sequences, and the day's bench
+shape is one: (8, 32, 32, 512, 512, 64), 17.2 GFLOP (0.34 ms at the peak), scores 268 MB that naive
+moves four times (1.07 GB, ~0.26 ms of DRAM) and optimized never stores.
+
+Optimized, per block (dim 64): shared q 16 x 68 floats (4.3 KB), one K/V tile 32 x 68 (8.7 KB), the
+scores 16 x 516 (33 KB): 45 KB of the 48 KB a block may declare statically (at dim 128: 256 keys, 41
+KB). Rows of dim + 4 floats are 16-byte aligned and 4 banks apart, so a warp's v4 read of 4 q rows
+(broadcast) or of 8 key rows is one pass over the banks. Scores: per 4 d a thread does 2 q + 4 key v4
+loads for 32 FMAs (5.3 FMAs a load; old v2: 0.5); P v: per 4 keys 2 p v4 loads + 4 x dim / 32 v v4
+loads for 2 x 4 x dim / 8 FMAs (dim 64: 10 loads, 64 FMAs). Registers: 16 accumulators, 8 scores, 16
+fragment words: 96 a thread (the compiler report), no stack; shared memory limits it to 4 blocks (8
+warps) an SM, each warp with 8-32 independent FMA chains. K and V are re-read once per 16 rows (32
+times a head at 512 keys): 256 KB a block from L2 per 4.2 MFLOP, 16 FLOPs a byte: 3.2 TB/s of L2 at
+the FP32 peak, within what the H200's L2 serves; the low occupancy, the softmax pass over shared
+memory and the 4 barriers a key tile take the rest.
+Expected: ~30-40 % of the FP32 peak at the bench shape, several times naive (whose three launches and
+four passes over the scores dominate at 512 keys), to be measured on the H200.
 
 What you write (each raises NotImplementedError with its hint until you do):
   scores_kernel                        find (b, h, g) and the tile; per 32-wide dim step: stage q and k slices,
                                        sync, 4 x 4 FMAs, sync; store (45 lines)
   pv_kernel                            find (b, h, g), the tile; per 32-key step: stage p, v (zeros past the ends),
                                        sync, FMAs, sync; store (40 lines)
-  fused_kernel.attention_block_kernel  stage q; K tiles: a key a lane into s_sh; softmax a row a warp; V tiles: P v;
-                                       store (61 lines)
+  fused_kernel.attention_block_kernel  stage q; K tiles: a 2 x 4 v4 score tile into s_sh; softmax a row a warp; V
+                                       tiles: v4 P v; store (97 lines)
 Everything else in this file is given. Grade with:  make check DAY=65
 """
 
@@ -44,7 +63,7 @@ import math
 
 import numpy as np
 
-from course import cuda, launch
+from course import cuda, launch, wide
 from numba import float32  # numba names only after the course import
 from solutions import attention_common as ac
 from solutions.day26_reduction_grid_stride import _address
@@ -74,8 +93,9 @@ VERSIONS = ("naive", "optimized")
 TEST_SIZES = ((1, 1, 1, 1, 1, 32, False), (1, 1, 1, 1, 1, 32, True), (1, 4, 2, 5, 37, 32, True),
               (1, 2, 1, 37, 5, 32, True), (1, 2, 2, 20, 20, 64, True), (1, 4, 1, 9, 34, 32, False),
               (1, 2, 2, 9, 12, 128, True))
-# Both versions at 1024 keys; the issue's shape, where only naive runs (17 GB of scores).
-BENCH_SIZES = ((8, 32, 32, 1024, 1024, 64, False), (8, 32, 32, 1024, 1024, 64, True),
+# Both versions at 512 keys, dim 64 (short sequences: the scores of 16 rows fit on chip); the issue's
+# shape, where only naive runs (17 GB of scores).
+BENCH_SIZES = ((8, 32, 32, 512, 512, 64, False), (8, 32, 32, 512, 512, 64, True),
                (8, 32, 32, 4096, 4096, 128, False), (8, 32, 32, 4096, 4096, 128, True))
 LARGE_SIZES = ((1, 2, 2, 20, 20, 64, True, "large"), (1, 4, 1, 5, 33, 32, False, "large"))
 # A logit near 1e3 computed in float32 (dim products of size ~1e4 / dim summed, then scaled) is off
@@ -94,9 +114,25 @@ TILE_PAD = TILE + 1  # a padded tile row: column kk of 32 rows falls in 32 banks
 SIDE = 8  # (8, 8) threads a GEMM block, 4 x 4 outputs each: 16 FMAs per 8 shared loads
 PER = TILE // SIDE  # outputs a thread along each side of the tile (rows ty + 8 r, columns tx + 8 c)
 GEMM_THREADS = SIDE * SIDE
-QB = 4  # optimized: query rows a block, a warp each
-KT = 32  # optimized: keys a K/V tile (a warp's width: lane = key in the scores, lane = column in P v)
-MAX_KEYS = 1536  # optimized: the block's scores, QB x MAX_KEYS floats = 24 KB of shared memory
+QB = 16  # optimized: query rows a block (every K/V tile staged once feeds 16 rows)
+KT = 32  # optimized: keys a K/V tile
+OPT_THREADS = 64  # optimized: 2 warps; thread (tr, tc) = divmod(tid, 8): rows tr + 8 r, keys tc + 8 c
+TC = 8  # threads across (keys tc + 8 c of a tile in the scores; columns 4 tc + 32 c + x in P v)
+TR = OPT_THREADS // TC  # 8 threads down
+RQ = QB // TR  # rows a thread: 2
+RK = KT // TC  # scores a thread per row and tile: 4
+OPT_WARPS = OPT_THREADS // WARP
+assert VEC == wide.WIDTH  # day 57's VEC: 4 floats, one 16-byte load (the optimized kernel's shared reads)
+MAX_KEYS = 512  # optimized, dim <= 64: the block's scores, 16 x (512 + 4) floats = 33 KB of shared memory
+
+
+def max_keys(dim: int) -> int:
+    """The longest key sequence optimized takes at this head size: QB rows of scores beside the q rows
+    and one K/V tile (rows of dim + 4 floats) in 48 KB: 512 keys up to dim 64 (45 KB at 64), 256 at dim
+    96 and 128 (41 KB at 128; 512 keys would need 57 KB)."""
+    return MAX_KEYS if dim <= 64 else MAX_KEYS // 2
+
+
 LOG2E = 1.4426950408889634  # exp(x) = exp2(x log2 e): log2 e folded into the scale once
 NEG_INF = np.float32(-math.inf)  # float32, not a Python float: the softmax stays in float32
 
@@ -162,29 +198,34 @@ def softmax_rows_inplace(s):
 
 @functools.cache
 def fused_kernel(head_dim: int):
-    """The optimized kernel for one head size (a constant: the per-lane output columns unroll into
-    registers). Launch: grid (ceil(seq_q / QB), batch * heads), QB * 32 threads; arguments (q, k, v,
-    scale * log2(e), causal, out)."""
+    """The optimized kernel for one head size (a constant: the register tiles unroll). Launch: grid
+    (ceil(seq_q / QB), batch * heads), OPT_THREADS threads; arguments (q, k, v, scale * log2(e),
+    causal, out)."""
     DIM = head_dim
-    COLS = DIM // WARP  # output columns a lane: lane + 32 c
-    DPAD = DIM + 1  # +1: a column of 32 key rows falls in 32 banks
+    DPAD = DIM + VEC  # rows of dim + 4 floats: 16-byte aligned, consecutive rows 4 banks apart
+    KEYS = max_keys(DIM)
+    SPAD = KEYS + VEC  # a score row: 16-byte aligned, rows 4 banks apart (v4 reads of 4 rows: no conflict)
+    OV = DIM // (TC * VEC)  # 16-byte column groups a thread in P v: columns 4 tc + 32 c + x
+    OC = OV * VEC
 
     @cuda.jit
     def attention_block_kernel(q, k, v, scale2, causal, out):
-        """A block of QB warps per (QB query rows, batch * head): blockIdx.y = b * heads + h, g = h //
-        (heads // kv_heads), warp w owns query row i = QB blockIdx.x + w. Shared: q_sh (QB, DIM + 1),
-        kv_sh (KT, DIM + 1) (+1: a column of 32 key rows falls in 32 banks), s_sh (QB, MAX_KEYS).
-        kend = seq_k, or with causal min(seq_k, last row of the block + seq_k - seq_q + 1) (no row of the
-        block sees a key past it). 1. Stage the block's q rows (0.0 past seq_q), barrier. 2. For each
-        32-key tile k0 < kend: stage k[b, g, k0:k0 + 32] (0.0 past seq_k), barrier; lane l scores key j =
-        k0 + l against its warp's row (dot of q_sh[w] and kv_sh[l]) times scale2 (base-2 logits), -inf
-        where causal and j > i + seq_k - seq_q; store s_sh[w, j] for j < kend; barrier. 3. Warp w alone
-        on its row: m = warp_allmax of s_sh[w, :kend] (lane-strided), s_sh[w, j] = exp2(s - m) (0 when
-        m is -inf: a row with no key), l = warp_allsum, inv = 1 / l or 0. 4. For each 32-key tile:
-        stage v rows, barrier, acc[c] += s_sh[w, j] * kv_sh[j - k0, lane + 32 c] for j < kend,
-        barrier. 5. out[b, h, i, lane + 32 c] = acc[c] * inv for i < seq_q."""
-        raise NotImplementedError("Day 65: stage q; K tiles: a key a lane into s_sh; softmax a row a warp; V tiles: P "
-                                  "v; store (61 lines)")
+        """A block of 64 threads per (QB = 16 query rows, batch * head): blockIdx.y = b * heads + h, g =
+        h // (heads // kv_heads). Thread tid: tr, tc = divmod(tid, 8); rows i0 + tr + 8 r (r < 2).
+        Shared (alignment=16): q_sh (QB, dim + 4), kv_sh (KT, dim + 4), s_sh (QB, KEYS + 4) with KEYS =
+        max_keys(dim), inv_sh (QB). kend = seq_k, or with causal min(seq_k, last row of the block +
+        seq_k - seq_q + 1); kpad = kend rounded up to KT. 1. Stage the q rows times scale2 (base-2
+        logits; 0.0 past seq_q), barrier. 2. For each 32-key tile k0 < kend: stage k[b, g, k0:k0 + 32]
+        (0.0 past seq_k), barrier; the thread's 2 x 4 scores (rows tr + 8 r, keys k0 + tc + 8 c), 4 d a
+        step from 16-byte loads (2 q slices, 4 key slices: 32 FMAs); store s_sh[row, key], -inf for key
+        >= kend or (causal) key > row + seq_k - seq_q; barrier. 3. Warp w alone on rows 8 w .. 8 w + 7:
+        m = warp_allmax of s_sh[row, :kpad] (lane-strided), s_sh[row, j] = exp2(s - m) (0 when m is
+        -inf: a row with no key), inv_sh[row] = 1 / warp_allsum, or 0; barrier. 4. For each 32-key
+        tile: stage v rows, barrier; per 4 keys: p of the 2 rows (16-byte loads), then per key the
+        thread's v columns 4 tc + 32 c (16 bytes each), acc += p v; barrier. 5. out[b, h, row, 4 tc +
+        32 c:+4] = acc inv_sh[row] (16-byte stores) for rows < seq_q."""
+        raise NotImplementedError("Day 65: stage q; K tiles: a 2 x 4 v4 score tile into s_sh; softmax a row a warp; V "
+                                  "tiles: v4 P v; store (97 lines)")
 
     return attention_block_kernel
 
@@ -193,7 +234,7 @@ _SIG4 = "float32[:, :, :, ::1]"
 KERNELS = {
     "naive.scores": (scores_kernel, f"void({_SIG4}, {_SIG4}, {_SIG4}, float32, boolean)"),
     "naive.pv": (pv_kernel, f"void({_SIG4}, {_SIG4}, {_SIG4})"),
-    "optimized": (fused_kernel(128), f"void({_SIG4}, {_SIG4}, {_SIG4}, float32, boolean, {_SIG4})"),
+    "optimized": (fused_kernel(64), f"void({_SIG4}, {_SIG4}, {_SIG4}, float32, boolean, {_SIG4})"),
 }
 
 
@@ -220,25 +261,25 @@ def naive(q, k, v, causal):
 
 def bench_skip(version, n):
     """Why a version cannot run at size n, or None: optimized holds every score of its rows on chip."""
-    seq_k = ac.geometry(n)[4]
-    if version == "optimized" and seq_k > MAX_KEYS:
-        return (f"seq_k {seq_k} > MAX_KEYS {MAX_KEYS}: the scores of {QB} rows would not fit in a block's "
-                f"48 KB of shared memory")
+    seq_k, dim = ac.geometry(n)[4], ac.geometry(n)[5]
+    if version == "optimized" and seq_k > max_keys(dim):
+        return (f"seq_k {seq_k} > max_keys({dim}) = {max_keys(dim)} (MAX_KEYS): the scores of {QB} rows would "
+                f"not fit in a block's 48 KB of shared memory")
     return None
 
 
 def optimized(q, k, v, causal):
-    """One kernel: a block per 4 query rows, their scores in shared memory (seq_k <= MAX_KEYS)."""
+    """One kernel: a block per 16 query rows, their scores in shared memory (seq_k <= max_keys(dim))."""
     check_inputs(q, k, v, causal)
     b, h, seq_q, dim = q.shape
     seq_k = k.shape[2]
-    if seq_k > MAX_KEYS:
-        raise ValueError(f"seq_k: expected at most MAX_KEYS = {MAX_KEYS} keys (a block holds the scores of "
-                         f"its {QB} rows in shared memory), got {seq_k}: use day 66's flash attention")
+    if seq_k > max_keys(dim):
+        raise ValueError(f"seq_k: expected at most max_keys({dim}) = {max_keys(dim)} keys (MAX_KEYS; a block holds "
+                         f"the scores of its {QB} rows in shared memory), got {seq_k}: use day 66's flash attention")
     dq, dk, dv = launch.to_device(q, k, v)
     out = launch.empty(q.shape, np.float32)
     grid = ((seq_q + QB - 1) // QB, b * h)
-    fused_kernel(dim)[grid, QB * WARP](dq, dk, dv, float32(LOG2E / math.sqrt(dim)), bool(causal), out)
+    fused_kernel(dim)[grid, OPT_THREADS](dq, dk, dv, float32(LOG2E / math.sqrt(dim)), bool(causal), out)
     return launch.result(out, q, k, v)
 
 

@@ -44,14 +44,26 @@ Pairs (what attention costs): sum len^2 = 32.1 M against 16 x 4096^2 = 268 M: 8.
 of the real sequences (FLOPs = 4 x 32 heads x 128 x pairs) are 0.526 TFLOP non-causal, 0.263 causal:
 the bench's FLOPs, for every version. The packed kernel computes exactly the sequences' tiles (with
 day 67's piece (b) also the tiles above the diagonal, masked: day 68's skipping composes with this
-piece (d)), at day 67's rate (to be measured on the H200); its grid is 64 x 32 x 16 = 32,768 blocks,
+piece (d)), at day 67's rate or below (short sequences); its grid is 64 x 32 x 16 = 32,768 blocks,
 of which 6,880 work and the rest return at once (a few cycles each). The padded version computes 4.4
 TFLOP for either (every padded query row against every padded key tile): ~8.4x the packed work, so
 its share of peak should fall by about that ratio, plus the repack: q 108 MB read, 268 MB written; k
 and v 27 MB read, 67 MB written each; out 268 MB read, 108 MB written: ~0.94 GB, ~0.22 ms at 4.2
 TB/s, small beside the padded attention's milliseconds. Expect packed ~8x faster than padded, non-
-causal and causal (to be measured on the H200). Memory: 268 MB each for the padded q and out, 67 MB
-each for k and v, on top of the packed 108 + 27 + 27 + 108 MB.
+causal and causal. Memory: 268 MB each for the padded q and out, 67 MB each for k and v, on top of the
+packed 108 + 27 + 27 + 108 MB.
+Measured on the H200 (cuBLAS FP16 GEMM 763 TFLOP/s in the same run; TFLOP/s on the real pairs):
+  non-causal  packed 2,493.6 us, 210.9 TFLOP/s, 27.7 % of peak, 7.22x faster than padded (18,004.2 us,
+              29.2 TFLOP/s counted, ~244 computed); per-sequence SDPA 2,432.4 us, 216.3 TFLOP/s: packed
+              equals it (SDPA 1.03x). varlen_fragments 343.7 ms (0.05x padded).
+  causal      packed 2,325.5 us, 113.1 TFLOP/s, 14.9 %, 8.14x faster than padded (18,920.5 us); SDPA
+              1,752.8 us, 150.1 TFLOP/s, 1.33x faster than packed: packed still computes the masked
+              tiles above each sequence's diagonal (day 67's piece (b)) until day 68's piece is composed
+              in; SDPA skips them. varlen_fragments 251.3 ms.
+  Target (faster packed than padded, in proportion to the padding): met, 7.2x and 8.1x against the
+  8.4x of the pairs. packed's non-causal rate is 73 % of day 67's tensor_cores at its dense shape
+  (290.7 TFLOP/s): the short sequences' blocks and the tail of the longest (load balance) the likely
+  reasons, not measured apart.
 
 Edges: the packed kernel reads a sequence's keys only below its own len_k (cp.async zero-fills the
 chunks of rows past it: 0 x NaN would poison P V, zeros add nothing), so neither the next sequence's

@@ -14,7 +14,7 @@ EDITS = [  # (text in the solution, what the mistake puts there)
         '                if causal and j > i:  # MISTAKE: top-left; bottom-right is j > i + seq_k - seq_q\n',
     ),
     (
-        '                s_sh[w, j] = NEG_INF if causal and j > i + shift else dot * scale2\n',
-        '                s_sh[w, j] = NEG_INF if causal and j > i else dot * scale2  # MISTAKE: top-left\n',
+        '                    masked = j >= kend or (causal and j > i + shift)\n',
+        '                    masked = j >= kend or (causal and j > i)  # MISTAKE: top-left\n',
     ),
 ]

@@ -10,15 +10,11 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day65_attention_materialised"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        '        for k0 in range(0, kend, KT):\n            for e in range(tid, KT * DIM, QB * WARP):  # a warp',
-        '        for k0 in range(0, kend - KT + 1, KT):  # MISTAKE: drops the partial last tile\n'
-        '            for e in range(tid, KT * DIM, QB * WARP):  # a warp',
+        '        for k0 in range(0, kend, KT):  # K tiles: the scores\n',
+        '        for k0 in range(0, kend - KT + 1, KT):  # MISTAKE: drops the partial last tile\n',
     ),
     (
-        '        for k0 in range(0, kend, KT):\n            for e in range(tid, KT * DIM, QB * WARP):\n'
-        '                r = e // DIM\n                kv_sh[r, e - r * DIM] = v[',
-        '        for k0 in range(0, kend - KT + 1, KT):  # MISTAKE: drops the partial last tile\n'
-        '            for e in range(tid, KT * DIM, QB * WARP):\n'
-        '                r = e // DIM\n                kv_sh[r, e - r * DIM] = v[',
+        '        for k0 in range(0, kend, KT):  # V tiles: P v\n',
+        '        for k0 in range(0, kend - KT + 1, KT):  # MISTAKE: drops the partial last tile\n',
     ),
 ]
