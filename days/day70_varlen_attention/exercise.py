@@ -464,6 +464,7 @@ def packed(q, k, v, cu_seqlens_q, cu_seqlens_k, causal):
 
 # The interfaces.
 optimized_varlen = packed
+naive = padded  # the day's starting point
 
 
 def optimized(q, k, v, causal):
