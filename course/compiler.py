@@ -22,6 +22,7 @@ shared, constant, local, shuffle, barrier and atomic instructions, which are alw
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import json
 import os
@@ -245,14 +246,39 @@ class NvccError(RuntimeError):
     """nvcc could not build the source; the message carries the compiler's errors."""
 
 
+# Builds are kept on disk by the hash of what was compiled: a grader run against a wrong spec that leaves
+# the CUDA C alone, a notebook, and the next test session reuse them (each build takes seconds).
+NVCC_CACHE = Path(__file__).resolve().parent.parent / ".course" / "nvcc"
+
+
 @functools.cache
 def nvcc_build(source: str, arch: str = "sm_90") -> dict:
     """Compile CUDA C ``source`` with nvcc twice (a cubin with ptxas's report, and the PTX): a dict with
     registers, stack, spill_stores, spill_loads, smem (bytes of static shared memory; the largest over
     the file's kernels for each), log (ptxas's words) and ptx. NvccError with the compiler's errors when
-    it does not build; RuntimeError when nvcc is not installed."""
+    it does not build; RuntimeError when nvcc is not installed. Successful builds are cached in
+    .course/nvcc/ by the hash of nvcc's path, the arch and the source."""
     if NVCC is None:
         raise RuntimeError("nvcc is not installed here (the CUDA toolkit): CUDA C sources cannot be built")
+    key = hashlib.sha256(f"{NVCC}\0{arch}\0{source}".encode()).hexdigest()
+    cached = NVCC_CACHE / f"{key}.json"
+    if cached.exists():
+        try:
+            return json.loads(cached.read_text())
+        except (OSError, ValueError):
+            pass  # a torn or unreadable entry: build again
+    built = _nvcc_build(source, arch)
+    try:
+        NVCC_CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(built))
+        os.replace(tmp, cached)  # atomic: concurrent graders never read half an entry
+    except OSError:
+        pass  # a read-only checkout: no cache, same answer
+    return built
+
+
+def _nvcc_build(source: str, arch: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         cu = Path(tmp) / "kernel.cu"
         cu.write_text(source)
