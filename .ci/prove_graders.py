@@ -11,11 +11,22 @@ A wrong spec that only a GPU can reject (its kernel is CUDA C the simulator cann
 a line ``GPU_ONLY = "<why>"``: without a GPU it is listed, not run; on a GPU it runs like the rest.
 ``--only dayNN`` proves the days (and specs) whose names start with that prefix.
 
+Which specs run. Step 1 runs for every day, always. Steps 2 and 3 run for a day when its files have
+changed since they last passed, and for a rotating share of the other days: `.ci/proven.json` holds,
+per day, the digest of the files its proof depends on (its solution and the solutions that one imports,
+its exercise, its grader, its wrong and right specs) at which the day's specs last passed. A day whose
+digest differs, or is missing, runs; so does every day whose number is the commit count modulo
+ROTATION (so a change in `course/`, which no digest holds, reaches every day's specs within ROTATION
+commits). ``--all`` runs every spec (what a GPU run does with ``--only``); ``--record`` writes the
+digests of the days whose specs all passed in this run into `.ci/proven.json`.
+
 Exit status 1 if either proof fails.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import subprocess
@@ -32,12 +43,12 @@ import course  # noqa: E402,F401
 from course import days  # noqa: E402
 
 
-def run_grader(test_path: Path, target: str, *extra: str) -> dict[str, str]:
-    """Outcome per test id: passed / failed / skipped."""
+def run_grader_files(test_paths: list[Path], target: str, *extra: str) -> dict[str, str]:
+    """Outcome per test id (module classname::name): passed / failed / skipped."""
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "report.xml"
         env = dict(os.environ, COURSE_TARGET=target)
-        subprocess.run([sys.executable, "-m", "pytest", str(test_path), "-q", "-p", "no:cacheprovider",
+        subprocess.run([sys.executable, "-m", "pytest", *map(str, test_paths), "-q", "-p", "no:cacheprovider",
                         f"--junitxml={xml}", "-o", "junit_family=xunit2", *extra], cwd=ROOT, env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not xml.exists():
@@ -54,7 +65,66 @@ def run_grader(test_path: Path, target: str, *extra: str) -> dict[str, str]:
         return outcomes
 
 
+def run_grader(test_path: Path, target: str, *extra: str) -> dict[str, str]:
+    return run_grader_files([test_path], target, *extra)
+
+
 GPU_ONLY = re.compile(r"^GPU_ONLY\s*=", re.MULTILINE)
+PROVEN = ROOT / ".ci" / "proven.json"
+ROTATION = 6  # every day's specs run at least once in this many commits
+SOLUTION_REF = re.compile(r"\b(day\d\d_\w+|\w+_common)\b")
+
+
+def proof_files(info) -> list[Path]:
+    """The files a day's proof depends on (course/ aside): its solution and every solution it imports,
+    transitively, its exercise, its grader, its wrong and right specs."""
+    seen: dict[Path, None] = {}
+    todo = [info.solution_path, info.test_path]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.exists():
+            continue
+        seen[path] = None
+        for name in SOLUTION_REF.findall(path.read_text()):
+            todo.append(ROOT / "solutions" / f"{name}.py")
+    specs = [*(ROOT / "tests" / "wrong").glob(f"{info.slug[:5]}_*.py"),
+             *(ROOT / "tests" / "right").glob(f"{info.slug[:5]}_*.py")]
+    return sorted({*seen, info.exercise_path, *specs})
+
+
+def digest(info) -> str:
+    h = hashlib.sha256()
+    for path in proof_files(info):
+        if path.exists():
+            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def commit_count() -> int:
+    try:
+        out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        return int(out.stdout.strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def spec_day(spec: Path) -> int:
+    return int(re.match(r"day(\d\d)_", spec.name).group(1))
+
+
+def run_exercises(graded) -> dict[int, dict[str, str]]:
+    """Every grader against its untouched exercise in one pytest session (COURSE_TARGET is global):
+    outcomes per day, by test id."""
+    by_module = {info.test_path.stem: info.number for info in graded}
+    workers = ("-n", str(os.cpu_count() or 2), "--dist", "loadfile") if len(graded) > 1 else ()
+    outcomes = run_grader_files([info.test_path for info in graded], "exercise", *workers)
+    per_day: dict[int, dict[str, str]] = {info.number: {} for info in graded}
+    for name, outcome in outcomes.items():
+        module = name.split("::", 1)[0].split(".")
+        day = next((by_module[m] for m in module if m in by_module), None)
+        if day is not None:
+            per_day[day][name] = outcome
+    return per_day
 
 
 def main(argv: list[str]) -> int:
@@ -63,18 +133,31 @@ def main(argv: list[str]) -> int:
     graded = [info for info in days.all_days() if info.test_path.exists() and info.slug.startswith(only)]
     wrongs = sorted((ROOT / "tests" / "wrong").glob(f"{only or 'day[0-9][0-9]'}*.py"))
     rights = sorted((ROOT / "tests" / "right").glob(f"{only or 'day[0-9][0-9]'}*.py"))
+    digests = {info.number: digest(info) for info in graded}
+    proven = json.loads(PROVEN.read_text()) if PROVEN.exists() else {}
+    turn = commit_count() % ROTATION
+    changed = [n for n in digests if proven.get(f"day{n:02d}") != digests[n]]
+    rotating = [n for n in digests if n % ROTATION == turn and n not in changed]
+    chosen = set(digests) if "--all" in argv else {*changed, *rotating}
+    print(f"specs run for {len(chosen)} of {len(digests)} days: changed since proven {changed or 'none'}; "
+          f"this commit's rotating share (day % {ROTATION} == {turn}) {rotating}"
+          + ("; --all: every day" if "--all" in argv else ""))
+    wrongs = [w for w in wrongs if spec_day(w) in chosen]
+    rights = [r for r in rights if spec_day(r) in chosen]
     if not course.ON_GPU:
         for w in [w for w in wrongs if GPU_ONLY.search(w.read_text())]:
             print(f"gpu  {w.name}: rejected only on a GPU (proven there: .ci/prove_graders.py --only {w.name[:5]})")
             wrongs.remove(w)
-    test_of = lambda spec: days.find(int(re.match(r"day(\d\d)_", spec.name).group(1))).test_path  # noqa: E731
-    # Each grader run is its own pytest process: run as many at once as there are cores.
+    test_of = lambda spec: days.find(spec_day(spec)).test_path  # noqa: E731
+    exercise_runs = run_exercises(graded)
+    # Each spec's grader run is its own pytest process: run as many at once as there are cores.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        exercise_runs = pool.map(lambda info: run_grader(info.test_path, "exercise"), graded)
         wrong_runs = pool.map(lambda w: run_grader(test_of(w), str(w), "-x"), wrongs)
         right_runs = pool.map(lambda r: run_grader(test_of(r), str(r)), rights)
-        exercise_runs, wrong_runs, right_runs = list(exercise_runs), list(wrong_runs), list(right_runs)
-    for info, outcomes in zip(graded, exercise_runs):
+        wrong_runs, right_runs = list(wrong_runs), list(right_runs)
+    failed_days: set[int] = set()
+    for info in graded:
+        outcomes = exercise_runs[info.number]
         ran = {k: v for k, v in outcomes.items() if v != "skipped"}
         passed = sorted(k for k, v in ran.items() if v == "passed")
         if not ran:
@@ -95,6 +178,7 @@ def main(argv: list[str]) -> int:
             print(f"ok   {wrong.name}: rejected by {len(failed)} test(s) ({mistake})")
         else:
             print(f"FAIL {wrong.name}: the day's grader accepts it ({mistake})")
+            failed_days.add(spec_day(wrong))
             bad += 1
     for right, outcomes in zip(rights, right_runs):
         what = next((ln.split("RIGHT:", 1)[1].strip() for ln in right.read_text().splitlines()
@@ -103,14 +187,24 @@ def main(argv: list[str]) -> int:
         failed = sorted(k for k, v in ran.items() if v == "failed")
         if not ran:
             print(f"FAIL {right.name}: the day's grader ran no test against it")
+            failed_days.add(spec_day(right))
             bad += 1
         elif failed:
             print(f"FAIL {right.name}: {len(failed)} of {len(ran)} tests reject a correct kernel ({what}):")
             for k in failed[:10]:
                 print(f"       {k}")
+            failed_days.add(spec_day(right))
             bad += 1
         else:
             print(f"ok   {right.name}: all {len(ran)} tests pass ({what})")
+    if "--record" in argv:
+        gpu_left = {spec_day(w) for w in (ROOT / "tests" / "wrong").glob("day[0-9][0-9]*.py")
+                    if GPU_ONLY.search(w.read_text())} if not course.ON_GPU else set()
+        done = {n: digests[n] for n in chosen if n not in failed_days}
+        proven.update({f"day{n:02d}": d for n, d in done.items()})
+        PROVEN.write_text(json.dumps(dict(sorted(proven.items())), indent=1) + "\n")
+        print(f"recorded {len(done)} days' digests in {PROVEN.relative_to(ROOT)}"
+              + (f" (GPU-only specs of days {sorted(gpu_left & set(done))} are proven on a GPU)" if gpu_left & set(done) else ""))
     print("grader proof:", "passed" if not bad else f"{bad} problem(s)")
     return 1 if bad else 0
 

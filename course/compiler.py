@@ -232,8 +232,53 @@ def report(module_or_path, label: str) -> KernelReport:
     return found[label]
 
 
+def _return_type_in_worker(path: Path, name: str, argtypes: str) -> str:
+    """In a process with the real numba.cuda: the type the compiler infers for device function ``name``
+    of the file at ``path`` called with ``argtypes``."""
+    from numba import cuda
+
+    if not DEVICE.is_gpu:
+        _allow_device_functions_without_gpu()
+    spec = importlib.util.spec_from_file_location(f"_types_{path.stem}_{abs(hash(str(path)))}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    from numba import types
+
+    func = getattr(module, name)
+    args = tuple(getattr(types, t.strip()) for t in argtypes.split(","))
+    _, resty = cuda.compile_ptx(getattr(func, "py_func", func), args, device=True, cc=(9, 0))
+    return str(resty)
+
+
+@functools.cache
+def _return_type(path: str, name: str, argtypes: str) -> str:
+    if DEVICE.kind in ("gpu", "compile"):
+        return _return_type_in_worker(Path(path), name, argtypes)
+    env = dict(os.environ, COURSE_DEVICE="compile", NUMBA_ENABLE_CUDASIM="0")
+    root = Path(__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "course.compiler", "--return-type", path, name, argtypes],
+                          capture_output=True, text=True, env=env, cwd=root)
+    if proc.returncode != 0:
+        raise CompileError(f"compiling {name}({argtypes}) of {Path(path).name} failed:\n{proc.stderr.strip()[-3000:]}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def return_type(module_or_path, name: str, argtypes: str) -> str:
+    """The type Numba's CUDA compiler infers for device function ``name`` of a day's module called with
+    ``argtypes`` (a string: "uint32" or "uint32, int64"), e.g. "uint64". The simulator runs device
+    functions as NumPy code, whose integer types are not the compiler's: Numba widens uint32 | uint32
+    and ~uint32 to uint64, where NumPy keeps uint32, so a key compared against a uint32 threshold can
+    pass in the simulator and fail on the GPU. This asks the compiler, with no GPU."""
+    return _return_type(str(Path(getattr(module_or_path, "__file__", module_or_path)).resolve()), name, argtypes)
+
+
 if __name__ == "__main__":
-    print(json.dumps(_compile_module_kernels(Path(sys.argv[1]))))
+    if sys.argv[1] == "--return-type":
+        print(_return_type_in_worker(Path(sys.argv[2]), sys.argv[3], sys.argv[4]))
+    else:
+        print(json.dumps(_compile_module_kernels(Path(sys.argv[1]))))
 
 
 # ---- CUDA C through nvcc ------------------------------------------------------------------------------

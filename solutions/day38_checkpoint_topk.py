@@ -160,10 +160,10 @@ def float_to_ordered_uint32(bits):
     (sign bit clear): set the sign bit (above every negative, their integer order is already the float
     order). Negative: flip all the bits (a larger magnitude, a larger integer, must become a smaller key;
     the sign bit clears too). -0.0 -> 0x7FFFFFFF < +0.0 -> 0x80000000."""
-    # EXERCISE: negative (sign bit set): ~bits; else bits | SIGN
+    # EXERCISE: negative (sign bit set): ~bits; else bits | SIGN, each as a uint32
     if bits & uint32(SIGN):
-        return ~bits
-    return bits | uint32(SIGN)
+        return uint32(~bits)  # Numba types ~uint32 and uint32 | uint32 as uint64: cast back
+    return uint32(bits | uint32(SIGN))
 
 
 @cuda.jit(device=True)
@@ -172,7 +172,7 @@ def descending_key(bits):
     largest float has the smallest key."""
     if bits == uint32(SIGN):
         bits = uint32(0)
-    return ~float_to_ordered_uint32(bits)
+    return uint32(~float_to_ordered_uint32(bits))
 
 
 # --- v1: the full sort ----------------------------------------------------------------------------------

@@ -281,6 +281,27 @@ def fused_kernel(head_dim: int):
     SPAD = KEYS + VEC  # a score row: 16-byte aligned, rows 4 banks apart (v4 reads of 4 rows: no conflict)
     OV = DIM // (TC * VEC)  # 16-byte column groups a thread in P v: columns 4 tc + 32 c + x
     OC = OV * VEC
+    CHUNKS = DIM // VEC  # 16-byte chunks a row
+    LOADS = KT * CHUNKS // OPT_THREADS  # chunks a thread stages a K/V tile: dim / 8 (8 at dim 64)
+
+    @cuda.jit(device=True)
+    def stage_tile(src, b, g, k0, seq_k, kv_sh, tid):
+        """kv_sh[:KT] = src[b, g, k0 : k0 + KT] (0.0 past seq_k), 16 bytes a load: every one of the
+        thread's LOADS loads is issued before the first store, so each warp has LOADS x 512 bytes in
+        flight (one load at a time would leave the 8 warps an SM waiting ~1 us of DRAM latency a key)."""
+        buf = cuda.local.array((LOADS, VEC), float32)  # unrolled: registers
+        for u in range(LOADS):
+            e = tid + u * OPT_THREADS  # consecutive threads, consecutive chunks of a row: coalesced
+            r = e // CHUNKS
+            c = (e - r * CHUNKS) * VEC
+            if k0 + r < seq_k:
+                buf[u, 0], buf[u, 1], buf[u, 2], buf[u, 3] = wide.load4(src, b, g, k0 + r, c)
+            else:
+                buf[u, 0] = buf[u, 1] = buf[u, 2] = buf[u, 3] = float32(0.0)
+        for u in range(LOADS):
+            e = tid + u * OPT_THREADS
+            r = e // CHUNKS
+            wide.store4(kv_sh, r, (e - r * CHUNKS) * VEC, (buf[u, 0], buf[u, 1], buf[u, 2], buf[u, 3]))
 
     @cuda.jit
     def attention_block_kernel(q, k, v, scale2, causal, out):
@@ -331,10 +352,7 @@ def fused_kernel(head_dim: int):
         cuda.syncthreads()
 
         for k0 in range(0, kend, KT):  # K tiles: the scores
-            for e in range(tid, KT * DIM, OPT_THREADS):  # a warp: 32 consecutive floats of a key row
-                r = e // DIM
-                c = e - r * DIM
-                kv_sh[r, c] = k[b, g, k0 + r, c] if k0 + r < seq_k else float32(0.0)
+            stage_tile(k, b, g, k0, seq_k, kv_sh, tid)
             cuda.syncthreads()
             for r in range(RQ):
                 for c in range(RK):
@@ -376,10 +394,7 @@ def fused_kernel(head_dim: int):
             for c in range(OC):
                 acc[r, c] = 0.0
         for k0 in range(0, kend, KT):  # V tiles: P v
-            for e in range(tid, KT * DIM, OPT_THREADS):
-                r = e // DIM
-                c = e - r * DIM
-                kv_sh[r, c] = v[b, g, k0 + r, c] if k0 + r < seq_k else float32(0.0)
+            stage_tile(v, b, g, k0, seq_k, kv_sh, tid)
             cuda.syncthreads()  # the V tile is complete
             for jj in range(k0, k0 + KT, VEC):
                 for r in range(RQ):  # p of 4 keys for each row (0 past kend): one v4 load a row

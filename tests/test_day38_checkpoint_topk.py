@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from course import ON_GPU, checking, cuda
+from course import ON_GPU, checking, compiler, cuda
 from course.grading import Grader
 
 g = Grader(38)
@@ -94,6 +94,17 @@ def test_ordered_mapping_is_monotone():
     assert np.all(others < 0), (
         "descending keys must strictly decrease as the floats increase; got "
         + ", ".join(f"{a} -> {k[i]:#x}" for i, a in enumerate(f)) + " (negative floats: flip every bit)")
+
+
+def test_keys_stay_uint32_on_the_gpu():
+    """Numba's CUDA compiler (not the simulator, whose NumPy keeps uint32) types ~x and x | y of uint32s
+    as uint64: a key left that wide compares above every uint32 threshold (day 64's compaction, which
+    compares keys against one, took no key at all on the GPU). Both functions must return uint32."""
+    g.require_implemented("naive")
+    for name in ("float_to_ordered_uint32", "descending_key"):
+        typed = compiler.return_type(g.target, name, "uint32")
+        assert typed == "uint32", (f"{name}(uint32) compiles to return {typed}: wrap the result in uint32(...) "
+                                   "(Numba widens ~ and | of uint32s to 64 bits)")
 
 
 def test_device_in_device_out():

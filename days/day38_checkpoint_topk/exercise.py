@@ -51,7 +51,7 @@ and cupy.argpartition also sort the whole array, their documentation says). Meas
 k = 50: naive 4,163 us, optimized 907 us, cupy.sort 1,806 us (k = 2048: 4,154, 939, 1,807 us).
 
 What you write (each raises NotImplementedError with its hint until you do):
-  float_to_ordered_uint32  negative (sign bit set): ~bits; else bits | SIGN (3 lines)
+  float_to_ordered_uint32  negative (sign bit set): ~bits; else bits | SIGN, each as a uint32 (3 lines)
   keys_kernel              i = cuda.grid(1); guard; the key and the index (4 lines)
   digit_hist_kernel        zero the replicated bins, barrier, grid-stride: load UNROLL keys, count those in play,
                            barrier, merge (29 lines)
@@ -175,7 +175,7 @@ def float_to_ordered_uint32(bits):
     (sign bit clear): set the sign bit (above every negative, their integer order is already the float
     order). Negative: flip all the bits (a larger magnitude, a larger integer, must become a smaller key;
     the sign bit clears too). -0.0 -> 0x7FFFFFFF < +0.0 -> 0x80000000."""
-    raise NotImplementedError("Day 38: negative (sign bit set): ~bits; else bits | SIGN (3 lines)")
+    raise NotImplementedError("Day 38: negative (sign bit set): ~bits; else bits | SIGN, each as a uint32 (3 lines)")
 
 
 @cuda.jit(device=True)
@@ -184,7 +184,7 @@ def descending_key(bits):
     largest float has the smallest key."""
     if bits == uint32(SIGN):
         bits = uint32(0)
-    return ~float_to_ordered_uint32(bits)
+    return uint32(~float_to_ordered_uint32(bits))
 
 
 # --- v1: the full sort ----------------------------------------------------------------------------------

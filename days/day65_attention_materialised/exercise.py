@@ -54,7 +54,7 @@ What you write (each raises NotImplementedError with its hint until you do):
   pv_kernel                            find (b, h, g), the tile; per 32-key step: stage p, v (zeros past the ends),
                                        sync, FMAs, sync; store (40 lines)
   fused_kernel.attention_block_kernel  stage q; K tiles: a 2 x 4 v4 score tile into s_sh; softmax a row a warp; V
-                                       tiles: v4 P v; store (97 lines)
+                                       tiles: v4 P v; store (91 lines)
 Everything else in this file is given. Grade with:  make check DAY=65
 """
 
@@ -207,6 +207,27 @@ def fused_kernel(head_dim: int):
     SPAD = KEYS + VEC  # a score row: 16-byte aligned, rows 4 banks apart (v4 reads of 4 rows: no conflict)
     OV = DIM // (TC * VEC)  # 16-byte column groups a thread in P v: columns 4 tc + 32 c + x
     OC = OV * VEC
+    CHUNKS = DIM // VEC  # 16-byte chunks a row
+    LOADS = KT * CHUNKS // OPT_THREADS  # chunks a thread stages a K/V tile: dim / 8 (8 at dim 64)
+
+    @cuda.jit(device=True)
+    def stage_tile(src, b, g, k0, seq_k, kv_sh, tid):
+        """kv_sh[:KT] = src[b, g, k0 : k0 + KT] (0.0 past seq_k), 16 bytes a load: every one of the
+        thread's LOADS loads is issued before the first store, so each warp has LOADS x 512 bytes in
+        flight (one load at a time would leave the 8 warps an SM waiting ~1 us of DRAM latency a key)."""
+        buf = cuda.local.array((LOADS, VEC), float32)  # unrolled: registers
+        for u in range(LOADS):
+            e = tid + u * OPT_THREADS  # consecutive threads, consecutive chunks of a row: coalesced
+            r = e // CHUNKS
+            c = (e - r * CHUNKS) * VEC
+            if k0 + r < seq_k:
+                buf[u, 0], buf[u, 1], buf[u, 2], buf[u, 3] = wide.load4(src, b, g, k0 + r, c)
+            else:
+                buf[u, 0] = buf[u, 1] = buf[u, 2] = buf[u, 3] = float32(0.0)
+        for u in range(LOADS):
+            e = tid + u * OPT_THREADS
+            r = e // CHUNKS
+            wide.store4(kv_sh, r, (e - r * CHUNKS) * VEC, (buf[u, 0], buf[u, 1], buf[u, 2], buf[u, 3]))
 
     @cuda.jit
     def attention_block_kernel(q, k, v, scale2, causal, out):
@@ -225,7 +246,7 @@ def fused_kernel(head_dim: int):
         thread's v columns 4 tc + 32 c (16 bytes each), acc += p v; barrier. 5. out[b, h, row, 4 tc +
         32 c:+4] = acc inv_sh[row] (16-byte stores) for rows < seq_q."""
         raise NotImplementedError("Day 65: stage q; K tiles: a 2 x 4 v4 score tile into s_sh; softmax a row a warp; V "
-                                  "tiles: v4 P v; store (97 lines)")
+                                  "tiles: v4 P v; store (91 lines)")
 
     return attention_block_kernel
 

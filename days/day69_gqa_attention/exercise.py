@@ -17,9 +17,9 @@ v3 grouped_fragments   day 67's fragments kernel derived (course.days.derive_ker
                        positions (block_info, warp_info below); the block's one K/V tile in shared
                        memory serves all of its warps' heads. The simulator grades it.
 v4 grouped             day 67's CUDA C template with pieces (a) block_map + grid and (c) warp_map
-                       replaced (grouped_pieces(group)); pieces (b) key_tiles and (d) seq_info are day
-                       67's (day 68's key_tiles composes with these: row_lo..row_hi is still the block's
-                       16 positions, the same for all of its heads). GPU. optimized = grouped.
+                       replaced (grouped_pieces(group)), piece (b) day 68's KEY_TILES_CAUSAL (a causal
+                       block stops at its diagonal: row_lo..row_hi is still the block's positions, the
+                       same for all of its heads), piece (d) day 67's. GPU. optimized = grouped.
 
 The mapping. A block has 4 warps of 16 rows (the template's). GROUP_HEADS = 4 if group % 4 == 0, 2
 if group % 2 == 0, else 1 (heads_per_block), a divisor of group, so a block's heads always share one
@@ -66,7 +66,7 @@ What you write (each raises NotImplementedError with its hint until you do):
   block_info        h0 from blockIdx.y and GROUP_HEADS; K/V head h0 // group; row0 from blockIdx.x and the block's
                     rows (4 lines)
   warp_info         head h0 + warp % GROUP_HEADS, rows row0 + 16 (warp // GROUP_HEADS) (2 lines)
-  grouped_pieces    the two CUDA C pieces (block_map, warp_map) and dataclasses.replace(day67.PIECES, ...) (20
+  grouped_pieces    the two CUDA C pieces (block_map, warp_map) and dataclasses.replace(day67.PIECES, ...) (21
                     lines)
 Everything else in this file is given. Grade with:  make check DAY=69
 """
@@ -79,6 +79,7 @@ import numpy as np
 from course import ON_GPU, cuda, days, launch, wide
 from solutions import attention_common
 from solutions import day67_flash_attention_tensor_cores as day67
+from solutions import day68_causal_attention as day68
 
 TITLE = "GQA and MQA in FlashAttention"
 MEMORY_SPACE = "shared + register"
@@ -292,14 +293,14 @@ def grouped_grid(batch: int, heads: int, kv_heads: int, seq_q: int) -> tuple:
 
 def grouped_pieces(group: int) -> day67.FlashPieces:
     """Day 67's PIECES with (a) block_map + grid and (c) warp_map replaced for a GQA group (block_rows
-    = 64 / GROUP_HEADS, GROUP_HEADS = heads_per_block(group)), (b) and (d) kept. The CUDA C pieces
+    = 64 / GROUP_HEADS, GROUP_HEADS = heads_per_block(group)), (b) day 68's KEY_TILES_CAUSAL, (d) kept. The CUDA C pieces
     derive GROUP_HEADS = BLOCK_M / BLOCK_ROWS (4, 2 or 1; a #define guarded by #ifndef so either
     piece may come first):
       block_info(p): {blockIdx.z, GROUP_HEADS blockIdx.y, BLOCK_ROWS blockIdx.x}: the block's first
           query head (the core takes the K/V head blk.head / p.group from it), first position;
       warp_info(p, blk, warp): {blk.head + warp % GROUP_HEADS, blk.row0 + WARP_ROWS (warp / GROUP_HEADS)}."""
     raise NotImplementedError("Day 69: the two CUDA C pieces (block_map, warp_map) and "
-                              "dataclasses.replace(day67.PIECES, ...) (20 lines)")
+                              "dataclasses.replace(day67.PIECES, ...) (21 lines)")
 
 
 def grouped_source(dim: int = 128, causal: bool = False, group: int = 4) -> str:

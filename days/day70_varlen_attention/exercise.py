@@ -94,6 +94,7 @@ from course import ON_GPU, cuda, days, launch
 from numba import int32, uint64  # numba names only after the course import
 from solutions import attention_common
 from solutions import day67_flash_attention_tensor_cores as day67
+from solutions import day68_causal_attention as day68
 
 TITLE = "Attention VI: variable-length batches"
 MEMORY_SPACE = "shared + register"
@@ -424,8 +425,8 @@ def packed_seq_info_source() -> str:
 
 
 def packed_pieces() -> day67.FlashPieces:
-    """day 67's PIECES with piece (d) replaced (the lead composes day 68's piece (b) with it)."""
-    return dataclasses.replace(day67.PIECES, seq_info=packed_seq_info_source())
+    """day 67's PIECES with piece (d) replaced and day 68's piece (b): a causal block stops at its diagonal."""
+    return dataclasses.replace(day67.PIECES, seq_info=packed_seq_info_source(), key_tiles=day68.KEY_TILES_CAUSAL)
 
 
 def packed_source(dim: int = 128, causal: bool = False) -> str:

@@ -11,7 +11,7 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day38_checkpoint_topk"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        "        return ~bits\n",
-        "        return bits ^ uint32(SIGN)  # MISTAKE: a negative's magnitude order is not reversed\n",
+        "        return uint32(~bits)  # Numba types ~uint32 and uint32 | uint32 as uint64: cast back\n",
+        "        return uint32(bits ^ uint32(SIGN))  # MISTAKE: a negative's magnitude order is not reversed\n",
     ),
 ]
