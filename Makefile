@@ -67,7 +67,7 @@ exercises: setup      ## write every days/dayNN_*/exercise.py from its solution 
 	@$(COURSE) exercises $(ARGS)
 
 lint: setup
-	@$(PY) -m ruff check course solutions days tests tools
+	@$(PY) -m ruff check course solutions days tests tools .ci
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache out

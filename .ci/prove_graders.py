@@ -203,8 +203,9 @@ def main(argv: list[str]) -> int:
         done = {n: digests[n] for n in chosen if n not in failed_days}
         proven.update({f"day{n:02d}": d for n, d in done.items()})
         PROVEN.write_text(json.dumps(dict(sorted(proven.items())), indent=1) + "\n")
+        on_gpu = sorted(gpu_left & set(done))
         print(f"recorded {len(done)} days' digests in {PROVEN.relative_to(ROOT)}"
-              + (f" (GPU-only specs of days {sorted(gpu_left & set(done))} are proven on a GPU)" if gpu_left & set(done) else ""))
+              + (f" (the GPU-only specs of days {on_gpu} are proven on a GPU)" if on_gpu else ""))
     print("grader proof:", "passed" if not bad else f"{bad} problem(s)")
     return 1 if bad else 0
 

@@ -304,8 +304,8 @@ def grouped_grid(batch: int, heads: int, kv_heads: int, seq_q: int) -> tuple:
 
 def grouped_pieces(group: int) -> day67.FlashPieces:
     """Day 67's PIECES with (a) block_map + grid and (c) warp_map replaced for a GQA group (block_rows
-    = 64 / GROUP_HEADS, GROUP_HEADS = heads_per_block(group)), (b) day 68's KEY_TILES_CAUSAL, (d) kept. The CUDA C pieces
-    derive GROUP_HEADS = BLOCK_M / BLOCK_ROWS (4, 2 or 1; a #define guarded by #ifndef so either
+    = 64 / GROUP_HEADS, GROUP_HEADS = heads_per_block(group)), (b) day 68's KEY_TILES_CAUSAL, (d) kept.
+    The CUDA C pieces derive GROUP_HEADS = BLOCK_M / BLOCK_ROWS (4, 2 or 1; a #define guarded by #ifndef so either
     piece may come first):
       block_info(p): {blockIdx.z, GROUP_HEADS blockIdx.y, BLOCK_ROWS blockIdx.x}: the block's first
           query head (the core takes the K/V head blk.head / p.group from it), first position;
