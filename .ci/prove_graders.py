@@ -72,7 +72,9 @@ def run_grader(test_path: Path, target: str, *extra: str) -> dict[str, str]:
 GPU_ONLY = re.compile(r"^GPU_ONLY\s*=", re.MULTILINE)
 PROVEN = ROOT / ".ci" / "proven.json"
 ROTATION = 6  # every day's specs run at least once in this many commits
-SOLUTION_REF = re.compile(r"\b(day\d\d_\w+|\w+_common)\b")
+# A solution module named anywhere in a file (an import, a docstring) is one the proof depends on.
+SOLUTION_REF = re.compile(r"\b(" + "|".join(sorted(p.stem for p in (ROOT / "solutions").glob("*.py")
+                                                    if not p.stem.startswith("_"))) + r")\b")
 
 
 def proof_files(info) -> list[Path]:

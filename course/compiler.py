@@ -10,7 +10,8 @@ A day lists its kernels with their signatures so they can be compiled ahead of a
 
 In the simulator, ``cuda.jit`` returns the simulator's stand-in, which cannot be compiled, so the
 reports come from a short-lived worker process that imports the day's file with the real numba.cuda
-(``COURSE_DEVICE=compile``); results are cached per file and modification time.
+(``COURSE_DEVICE=compile``); results are cached per file and modification time, and on disk
+(.course/reports) by the hash of the sources the compile reads.
 
 CUDA C (a CuPy RawKernel's source, which the simulator cannot run) is built with nvcc when the toolkit
 is installed: ``nvcc_build(source)`` returns ptxas's report and the PTX, no GPU needed.
@@ -192,6 +193,37 @@ def _compile_module_kernels(path: Path) -> dict[str, dict]:
 
 
 _cache: dict[tuple[str, float], dict[str, dict]] = {}
+# Reports are kept on disk by the hash of everything the compile reads: the file, the solutions it
+# imports (transitively), course/ and numba-cuda's version. A notebook, or a test session after the
+# first, reuses what the grader compiled (a day's kernels take 5-10 s); a changed file compiles anew.
+REPORT_CACHE = Path(__file__).resolve().parent.parent / ".course" / "reports"
+_SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
+_SOLUTION_REF = re.compile(r"\b(" + "|".join(sorted(p.stem for p in _SOLUTIONS.glob("*.py")
+                                                     if not p.stem.startswith("_"))) + r")\b")
+
+
+def _source_digest(path: Path) -> str:
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    try:
+        import numba_cuda
+
+        h.update(str(getattr(numba_cuda, "__version__", "")).encode())
+    except ImportError:
+        pass
+    seen: set[Path] = set()
+    todo = [path]
+    while todo:
+        f = todo.pop()
+        if f in seen or not f.exists():
+            continue
+        seen.add(f)
+        text = f.read_text()
+        h.update(str(f.name).encode() + b"\0" + text.encode() + b"\0")
+        todo.extend(root / "solutions" / f"{name}.py" for name in _SOLUTION_REF.findall(text))
+    for f in sorted((root / "course").glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:24]
 
 
 def _raw_reports(path: Path) -> dict[str, dict]:
@@ -199,6 +231,13 @@ def _raw_reports(path: Path) -> dict[str, dict]:
     key = (str(path), path.stat().st_mtime)
     if key in _cache:
         return _cache[key]
+    disk = REPORT_CACHE / f"{path.stem}-{_source_digest(path)}.json"
+    if disk.exists():
+        try:
+            _cache[key] = raw = json.loads(disk.read_text())
+            return raw
+        except (OSError, ValueError):
+            pass  # a torn write: compile again
     if DEVICE.kind in ("gpu", "compile"):
         raw = _compile_module_kernels(path)
     else:
@@ -211,6 +250,14 @@ def _raw_reports(path: Path) -> dict[str, dict]:
             raise CompileError(f"compiling the kernels of {path.name} failed:\n{proc.stderr.strip()[-3000:]}")
         raw = json.loads(proc.stdout.strip().splitlines()[-1])
     _cache[key] = raw
+    if not any("error" in r for r in raw.values()):
+        try:
+            REPORT_CACHE.mkdir(parents=True, exist_ok=True)
+            tmp = disk.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(raw))
+            tmp.replace(disk)  # atomic: a parallel reader sees the whole file or none
+        except OSError:
+            pass
     return raw
 
 

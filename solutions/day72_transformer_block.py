@@ -6,7 +6,7 @@ sequences, causal attention within each sequence, grouped-query attention (heads
     a   = RMSNorm(x) w_norm1                     day 59's rmsnorm_kernel (float32), cast to float16
     q   = a Wq, k = a Wk, v = a Wv               day 47's GEMM (float16 in, float32 out), three calls
     q,k = RoPE(q, k, positions)                  day 61 (in place on (tokens, heads, dim) float32, NeoX)
-    o   = attention(q, k, v, causal)             day 67 (float16 (batch, heads, seq, dim), fp32 sums)
+    o   = attention(q, k, v, causal)             day 68 (float16 (batch, heads, seq, dim), fp32 sums)
     h   = x + o Wo ; n = RMSNorm(h) w_norm2      day 47's GEMM, then day 59's fused add + RMSNorm
     out = h + MLP(n)                             day 71's fused SwiGLU (float16 in, float32 out), day 59's add
 
@@ -33,8 +33,9 @@ name: day 68's causal kernel has day 67's signature; switch it there).
 
 v1 numba_block        every step through the Numba paths the simulator runs: day 47's half_loads GEMM,
                       day 59, day 61, day 67's fragments, day 71's fused, the glue. ~15 launches.
-v2 tensor_core_block  the same composition with day 47's tensor-core GEMM (mma.sync), day 67's
-                      tensor_cores attention and day 71's tensor_cores_fused MLP (GPU only).
+v2 tensor_core_block  the same composition with day 47's tensor-core GEMM (mma.sync), day 68's causal
+                      attention (day 67's template, tiles past the diagonal skipped, longest blocks
+                      first) and day 71's tensor_cores_fused MLP (GPU only).
 library               the block in torch eager, float16 throughout (rms_norm, matmul, RoPE by torch ops,
                       scaled_dot_product_attention(is_causal=True, enable_gqa=True), silu), .float().
 
@@ -43,27 +44,31 @@ Napkin math (Llama 3 8B's block, batch 1 x seq 4096: hidden 4096, 32 heads, 8 kv
 projections, 3 x 2 x 4096 x 4096 x 14336 = 1.44 TFLOP for the MLP; attention 4 x 32 x 128 x 4096^2 / 2
 = 0.14 TFLOP of causal pairs (the bench counts 1.92 TFLOP in all). At day 47's ~366 TFLOP/s the GEMMs
 take ~4.9 ms; day 67's kernel visits every key tile (it masks, day 68 skips: 0.27 TFLOP of work for 0.14
-counted) at ~250-300 TFLOP/s: ~1 ms. The memory-bound steps move, per token row of 4096: norms 16-32 KB,
-casts 24 KB, RoPE 40 heads x 1 KB, the head reorders 4 x 6 KB x ..., adds 48 KB: ~0.4 GB in all at 4096
-tokens, ~0.1 ms at 4.2 TB/s. So expect GEMMs ~80 %, attention ~17 %, the glue and norms a few %: the
-block is compute-bound, and its time is the GEMMs' and attention's rates. torch eager runs cuBLAS
-(~600+ TFLOP/s on fp16 GEMMs) and SDPA's flash backend (which skips the masked tiles): expect torch
-~1.5-2x faster, the gap being day 47's GEMM rate against cuBLAS and day 67's masked tiles (day 68
-closes half of it). kernel_shares gives each step's time and share. (An earlier version of this
-estimate counted the causal pairs twice, 0.28 TFLOP, and expected attention ~30 %.)
-Measured on the H200 (cuBLAS FP16 GEMM 760 TFLOP/s in the same run; % of that peak):
-  (1, 4096, 4096, 32, 8, 128, 14336)  tensor_core_block 6.34 ms, 303.7 TFLOP/s, 39.9 % of peak, 39.2x
-      numba_block (248.2 ms); torch eager 3.12 ms, 617.3 TFLOP/s, 81.2 %: 2.03x faster, past the 1.5-2x
-      expected. kernel_shares (they add up to the block's 6.34 ms): mlp 3.765 ms (59.4 %), attention
-      1.015 (16.0 %), the four projections 0.929 (14.6 %: q and o 0.37 each, k and v 0.095 each), the
-      norms, casts, RoPE, reorders and adds 0.635 (10.0 %; heads_first 0.180, rms_norm_1 0.116).
-      Attention 16 %, as expected; the GEMMs 74 % (expected ~80 %) because the glue and norms take
-      10 %, 6x the ~0.1 ms estimate (why: not measured apart). The GEMMs run at 362-383 TFLOP/s (day
-      47's rate): at cuBLAS's ~690 (day 71) they would take ~2.6 ms, not 4.7; attention at SDPA's
-      causal 337 TFLOP/s (day 67) ~0.4 ms, not 1.0. Those two are most of torch's lead.
-  (4, 512, 2048, 32, 8, 64, 8192)  tensor_core_block 0.989 ms, 256.2 TFLOP/s, 33.7 %, 21.6x numba_block;
-      torch eager 0.560 ms, 452.3 TFLOP/s: 1.77x faster. Shares: mlp 0.577 ms (57 %), projections 0.184
-      (18 %), attention 0.050 (5 %), the glue and norms 0.196 (19 %).
+counted) at ~250-300 TFLOP/s: ~1 ms (~0.5 ms with day 68's, which the block now runs). The memory-bound
+steps move, per token row of 4096: norms 16-32 KB, casts 24 KB, RoPE 40 heads x 1 KB, the head reorders
+4 x 6 KB x ..., adds 48 KB: ~0.4 GB in all at 4096 tokens, ~0.1 ms at 4.2 TB/s. So expect (with day 67's
+attention) GEMMs ~80 %, attention ~17 %, the glue and norms a few %: the block is compute-bound, and its
+time is the GEMMs' and attention's rates. torch eager runs cuBLAS (~600+ TFLOP/s on fp16 GEMMs) and
+SDPA's flash backend (which skips the masked tiles): expect torch ~1.5-2x faster, the gap being day
+47's GEMM rate against cuBLAS and day 67's masked tiles (day 68 removes those). kernel_shares gives each
+step's time and share. (An earlier version of this estimate counted the causal pairs twice, 0.28 TFLOP,
+and expected attention ~30 %.)
+Measured on the H200 (make bench, cuBLAS FP16 GEMM 772 TFLOP/s in the same run; % of that peak):
+  (1, 4096, 4096, 32, 8, 128, 14336)  tensor_core_block with day 68's attention 5.81 ms, 331.3 TFLOP/s,
+      42.9 % of peak, 42.7x numba_block (248.3 ms); torch eager 3.09 ms, 623.5 TFLOP/s, 80.8 %: 1.88x
+      faster. With day 67's attention (an earlier run, peak 760) the block took 6.34 ms against torch's
+      3.12 ms (2.03x), and kernel_shares (adding up to that 6.34 ms) gave: mlp 3.765 ms (59.4 %),
+      attention 1.015 (16.0 %), the four projections 0.929 (14.6 %: q and o 0.37 each, k and v 0.095
+      each), the norms, casts, RoPE, reorders and adds 0.635 (10.0 %; heads_first 0.180, rms_norm_1
+      0.116). Attention 16 %, as expected then; the GEMMs 74 % (expected ~80 %) because the glue and
+      norms take 10 %, 6x the ~0.1 ms estimate (why: not measured apart). Day 68's attention took 0.53
+      ms off the block, all of it attention's (the only step that changed): about 0.49 ms now, ~8 % of
+      5.81 ms (shares not re-measured). The GEMMs run at 362-383 TFLOP/s (day 47's rate): at cuBLAS's
+      ~690 (day 71) they would take ~2.6 ms, not 4.7, most of torch's remaining 2.7 ms lead.
+  (4, 512, 2048, 32, 8, 64, 8192), with day 67's attention (not re-run)  tensor_core_block 0.989 ms,
+      256.2 TFLOP/s, 33.7 % (peak 760), 21.6x numba_block; torch eager 0.560 ms, 452.3 TFLOP/s: 1.77x
+      faster. Shares: mlp 0.577 ms (57 %), projections 0.184 (18 %), attention 0.050 (5 %), the glue
+      and norms 0.196 (19 %).
 
 Reference: float64 NumPy with the float16 roundings where the block stores float16 (the norms'
 outputs, q/k/v after RoPE, the attention output, day 71's h), through day 61's, attention_common's

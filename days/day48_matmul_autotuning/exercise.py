@@ -17,10 +17,11 @@ registers, 2,048 threads and 228 KB of shared memory an SM):
              ~1.9. Inside the block a thread's TM x TN blocks (WMITER x WNITER of them) reuse each
              fragment value WNITER TN (or WMITER TM) times: 8 at 8 x 8 outputs, 16 at 8 x 16.
   occupancy  registers: 64 accumulators need ~125 registers (day 46: 2 blocks of 256 threads an SM,
-             16 warps), 128 accumulators ~200-255 (one block of 128 threads: 4 warps, too few to hide
-             the shared-memory latency unless each has more independent FMAs, which it does). Shared
-             memory: 2 copies x BK x (BM + 4 + BN) x 4 bytes, 33 KB at day 46's 128 x 128 x 16, 66 KB at
-             BK = 32: never the limit here below BK = 64.
+             16 warps), 128 accumulators ~200-255 (at 128 x 128 tiles two blocks of 128 threads: 8 warps,
+             too few to hide the shared-memory latency unless each has more independent FMAs, which it
+             does: the H200 sweep's best, 244 registers). Shared memory: 2 copies x BK x (BM + 4 + BN)
+             x 4 bytes, 33 KB at day 46's 128 x 128 x 16, 66 KB at BK = 32: never the limit here below
+             BK = 64.
   waves      ceil(M / BM) ceil(N / BN) tiles over 132 SMs x (blocks an SM): at 4096^3 day 46's 1,024
              tiles are 3.9 waves of 264; at 4093 x 4099 x 1021, 32 x 33 = 1,056 tiles are 4.0 waves,
              but each tile has only 64 k steps of 16, so the prologue, the epilogue and the last
@@ -42,8 +43,16 @@ cuBLAS over two knobs. tune_tensor_cores() does the same for day 47's CUDA C ker
 parameters its source leaves free (pipeline STAGES and the launch order's GROUP_M; its 128 x 128
 x 32 tiles and 4 warps of 64 x 64 are written into its index arithmetic, not into #defines).
 Run both on a GPU: `python -m solutions.day48_matmul_autotuning --out results/h200/sweeps/day48.json`.
-H200 sweep results: to be measured on the H200 (BEST below holds day 46's configuration for every
-class until then).
+Measured on the H200 (results/h200/sweeps/day48.json; cuBLAS FP32 2.688 ms at 4096^3 and 0.761 ms at
+4093 x 4099 x 1021 in the same run): 34 of the 36 rows ran and matched cuBLAS, 2 were skipped (64 x 64 x
+32, warps 64 x 64: stack). The best at both shapes is 128 x 128 x 16, warp tile 64 x 64 (WMITER 2, WNITER
+4), thread 4 x 4, 244 registers: 3.758 ms at 4096^3 (71.5 % of cuBLAS) and 1.102 ms at the awkward shape
+(69.0 %), against day 46's configuration (123 registers) at 3.984 ms (67.5 %) and 1.109 ms (68.6 %).
+BEST gives the measured classes LLL and LLS that configuration (WARP_64X64) and keeps day 46's for the
+six classes no bench shape falls in. Day 47's kernel (against cuBLAS HGEMM, 0.265 ms and 0.310 ms):
+STAGES 3 is best, 0.373-0.374 ms at 4096^3 (~71 %) with GROUP_M 1, 4, 8 and 16 within 0.3 % of each
+other, 0.223 ms at the awkward shape (139.5 %); STAGES 2 is a little slower (0.428-0.433 ms and
+0.227-0.238 ms); STAGES 4 is skipped (64 KB of static shared memory, over the 48 KB limit).
 
 What you write (each raises NotImplementedError with its hint until you do):
   shape_class   one letter per side, in the order M, N, K: "S" if the side is <= SMALL_DIM, else "L" (1 line)

@@ -27,7 +27,8 @@ v2 varlen_fragments day 67's Numba fragments kernel derived (course.days.derive_
                    (varlen_seq_info, the Numba piece (d)) and to index the packed arrays; the grid is
                    sized for the longest sequence and a block past its sequence's end returns at once.
                    The simulator grades it.
-v3 packed          day 67's template with piece (d) packed_seq_info_source() reading cu_seqlens, and
+v3 packed          day 67's template with piece (d) packed_seq_info_source() reading cu_seqlens, day
+                   68's KEY_TILES_CAUSAL as piece (b) (a causal block stops at its diagonal), and
                    the packed strides: head stride dim, row stride heads x dim, batch stride 0 (the
                    sequence's offset comes in through SeqInfo's q_row0 / k_row0). Grid (ceil(max_len_q
                    / 64), heads, batch); the blocks past a sequence's end return before any barrier.
@@ -42,28 +43,30 @@ Napkin math (the bench: 16 sequences, lengths 16 .. 4096 spread geometrically (M
 heads, 8 kv heads, dim 128). Tokens 13,220 (sum) against 16 x 4096 = 65,536 padded: 4.96x the tokens.
 Pairs (what attention costs): sum len^2 = 32.1 M against 16 x 4096^2 = 268 M: 8.36x. The scored pairs
 of the real sequences (FLOPs = 4 x 32 heads x 128 x pairs) are 0.526 TFLOP non-causal, 0.263 causal:
-the bench's FLOPs, for every version. The packed kernel computes exactly the sequences' tiles (with
-day 67's piece (b) also the tiles above the diagonal, masked: day 68's skipping composes with this
-piece (d)), at day 67's rate or below (short sequences); its grid is 64 x 32 x 16 = 32,768 blocks,
+the bench's FLOPs, for every version. The packed kernel computes exactly the sequences' tiles (causal:
+only those up to each block's diagonal, day 68's piece (b) composed with this piece (d)), at day 67's
+rate or below (short sequences); its grid is 64 x 32 x 16 = 32,768 blocks,
 of which 6,880 work and the rest return at once (a few cycles each). The padded version computes 4.4
 TFLOP for either (every padded query row against every padded key tile): ~8.4x the packed work, so
 its share of peak should fall by about that ratio, plus the repack: q 108 MB read, 268 MB written; k
 and v 27 MB read, 67 MB written each; out 268 MB read, 108 MB written: ~0.94 GB, ~0.22 ms at 4.2
 TB/s, small beside the padded attention's milliseconds. Expect packed ~8x faster than padded, non-
-causal and causal. Memory: 268 MB each for the padded q and out, 67 MB each for k and v, on top of the
-packed 108 + 27 + 27 + 108 MB.
-Measured on the H200 (cuBLAS FP16 GEMM 763 TFLOP/s in the same run; TFLOP/s on the real pairs):
-  non-causal  packed 2,493.6 us, 210.9 TFLOP/s, 27.7 % of peak, 7.22x faster than padded (18,004.2 us,
-              29.2 TFLOP/s counted, ~244 computed); per-sequence SDPA 2,432.4 us, 216.3 TFLOP/s: packed
-              equals it (SDPA 1.03x). varlen_fragments 343.7 ms (0.05x padded).
-  causal      packed 2,325.5 us, 113.1 TFLOP/s, 14.9 %, 8.14x faster than padded (18,920.5 us); SDPA
-              1,752.8 us, 150.1 TFLOP/s, 1.33x faster than packed: packed still computes the masked
-              tiles above each sequence's diagonal (day 67's piece (b)) until day 68's piece is composed
-              in; SDPA skips them. varlen_fragments 251.3 ms.
-  Target (faster packed than padded, in proportion to the padding): met, 7.2x and 8.1x against the
-  8.4x of the pairs. packed's non-causal rate is 73 % of day 67's tensor_cores at its dense shape
-  (290.7 TFLOP/s): the short sequences' blocks and the tail of the longest (load balance) the likely
-  reasons, not measured apart.
+causal, and more causal (packed skips the tiles past the diagonal, padded visits them all). Memory:
+268 MB each for the padded q and out, 67 MB each for k and v, on top of the packed 108 + 27 + 27 + 108
+MB.
+Measured on the H200 (make bench, cuBLAS FP16 GEMM 770 TFLOP/s in the same run; TFLOP/s on the real
+pairs):
+  non-causal  packed 2,204.4 us, 238.6 TFLOP/s, 31.0 % of peak, 7.95x faster than padded (17,531.7 us,
+              30.0 TFLOP/s counted, ~251 computed); per-sequence SDPA 2,458.0 us, 214.0 TFLOP/s: packed
+              1.12x faster. varlen_fragments 343.3 ms (0.05x padded).
+  causal      packed 1,550.9 us, 169.7 TFLOP/s, 22.0 %, 12.3x faster than padded (19,107.7 us); SDPA
+              2,194.7 us, 119.9 TFLOP/s: packed 1.42x faster. Before day 68's piece (b) was composed in,
+              packed computed the masked tiles above each sequence's diagonal and took 2,325.5 us (SDPA
+              1.33x faster in that run). varlen_fragments 252.2 ms.
+  Target (faster packed than padded, in proportion to the padding): met, 7.95x non-causal against the
+  8.4x of the pairs, 12.3x causal. packed's non-causal rate is 82 % of day 67's tensor_cores at its
+  dense shape (290.7 TFLOP/s): the short sequences' blocks and the tail of the longest (load balance)
+  the likely reasons, not measured apart.
 
 Edges: the packed kernel reads a sequence's keys only below its own len_k (cp.async zero-fills the
 chunks of rows past it: 0 x NaN would poison P V, zeros add nothing), so neither the next sequence's
