@@ -1,6 +1,6 @@
 """Prove the graders are real: they fail the untouched exercises and the deliberately wrong kernels.
 
-1. For every day, run its grader with COURSE_TARGET=exercise: every test that runs must fail
+1. For each day, run its grader with COURSE_TARGET=exercise: every test that runs must fail
    (a test that passes on an untouched exercise cannot tell a right kernel from a stub).
 2. For every tests/wrong/dayNN_*.py, run day NN's grader against it: at least one test must fail.
 3. For every tests/right/dayNN_*.py (a correct kernel written another way, as edits to the solution),
@@ -11,20 +11,21 @@ A wrong spec that only a GPU can reject (its kernel is CUDA C the simulator cann
 a line ``GPU_ONLY = "<why>"``: without a GPU it is listed, not run; on a GPU it runs like the rest.
 ``--only dayNN`` proves the days (and specs) whose names start with that prefix.
 
-Which specs run. Step 1 runs for every day, always. Steps 2 and 3 run for a day when its files have
-changed since they last passed, and for a rotating share of the other days: `.ci/proven.json` holds,
-per day, the digest of the files its proof depends on (its solution and the solutions that one imports,
-its exercise, its grader, its wrong and right specs) at which the day's specs last passed. A day whose
-digest differs, or is missing, runs; so does every day whose number is the commit count modulo
-ROTATION (so a change in `course/`, which no digest holds, reaches every day's specs within ROTATION
-commits). ``--all`` runs every spec (what a GPU run does with ``--only``); ``--record`` writes the
-digests of the days whose specs all passed in this run into `.ci/proven.json`.
+Which days run. The three steps run for a day when its files have changed since its proof last passed,
+and for the ROTATION days whose proofs are the oldest: `.ci/proven.json` holds, per day, the digest of
+the files its proof depends on (its solution and every solution the files name, its exercise, its
+grader, its wrong and right specs) and when that proof passed. A day whose digest differs, or that has
+no entry, runs; the oldest ROTATION others run too, so a change in `course/` (which no digest holds)
+reaches every day within ceil(90 / ROTATION) recorded proofs. ``--all`` runs every day (what a GPU
+run does with ``--only``); ``--record`` writes the digest and the time of every day whose proof passed
+in this run into `.ci/proven.json` (run it before committing: CI itself records nothing).
 
 Exit status 1 if either proof fails.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import os
@@ -71,7 +72,7 @@ def run_grader(test_path: Path, target: str, *extra: str) -> dict[str, str]:
 
 GPU_ONLY = re.compile(r"^GPU_ONLY\s*=", re.MULTILINE)
 PROVEN = ROOT / ".ci" / "proven.json"
-ROTATION = 6  # every day's specs run at least once in this many commits
+ROTATION = 15  # the days with the oldest proofs that run besides the changed ones
 # A solution module named anywhere in a file (an import, a docstring) is one the proof depends on.
 SOLUTION_REF = re.compile(r"\b(" + "|".join(sorted(p.stem for p in (ROOT / "solutions").glob("*.py")
                                                     if not p.stem.startswith("_"))) + r")\b")
@@ -102,14 +103,6 @@ def digest(info) -> str:
     return h.hexdigest()[:16]
 
 
-def commit_count() -> int:
-    try:
-        out = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-        return int(out.stdout.strip() or 0)
-    except (OSError, ValueError):
-        return 0
-
-
 def spec_day(spec: Path) -> int:
     return int(re.match(r"day(\d\d)_", spec.name).group(1))
 
@@ -117,6 +110,8 @@ def spec_day(spec: Path) -> int:
 def run_exercises(graded) -> dict[int, dict[str, str]]:
     """Every grader against its untouched exercise in one pytest session (COURSE_TARGET is global):
     outcomes per day, by test id."""
+    if not graded:
+        return {}
     by_module = {info.test_path.stem: info.number for info in graded}
     workers = ("-n", str(os.cpu_count() or 2), "--dist", "loadfile") if len(graded) > 1 else ()
     outcomes = run_grader_files([info.test_path for info in graded], "exercise", *workers)
@@ -137,13 +132,15 @@ def main(argv: list[str]) -> int:
     rights = sorted((ROOT / "tests" / "right").glob(f"{only or 'day[0-9][0-9]'}*.py"))
     digests = {info.number: digest(info) for info in graded}
     proven = json.loads(PROVEN.read_text()) if PROVEN.exists() else {}
-    turn = commit_count() % ROTATION
-    changed = [n for n in digests if proven.get(f"day{n:02d}") != digests[n]]
-    rotating = [n for n in digests if n % ROTATION == turn and n not in changed]
+    entry = lambda n: proven.get(f"day{n:02d}") or {}  # noqa: E731
+    changed = [n for n in digests if entry(n).get("digest") != digests[n]]
+    oldest = sorted((n for n in digests if n not in changed), key=lambda n: (entry(n).get("proven", ""), n))
+    rotating = sorted(oldest[:ROTATION])
     chosen = set(digests) if "--all" in argv else {*changed, *rotating}
-    print(f"specs run for {len(chosen)} of {len(digests)} days: changed since proven {changed or 'none'}; "
-          f"this commit's rotating share (day % {ROTATION} == {turn}) {rotating}"
+    print(f"proofs run for {len(chosen)} of {len(digests)} days: changed since proven {changed or 'none'}; "
+          f"the {len(rotating)} oldest proofs of the rest {rotating}"
           + ("; --all: every day" if "--all" in argv else ""))
+    graded = [info for info in graded if info.number in chosen]
     wrongs = [w for w in wrongs if spec_day(w) in chosen]
     rights = [r for r in rights if spec_day(r) in chosen]
     if not course.ON_GPU:
@@ -164,11 +161,13 @@ def main(argv: list[str]) -> int:
         passed = sorted(k for k, v in ran.items() if v == "passed")
         if not ran:
             print(f"FAIL day {info.number:02d}: its grader ran no test against the exercise")
+            failed_days.add(info.number)
             bad += 1
         elif passed:
             print(f"FAIL day {info.number:02d}: {len(passed)} of {len(ran)} tests pass on the untouched exercise:")
             for k in passed[:10]:
                 print(f"       {k}")
+            failed_days.add(info.number)
             bad += 1
         else:
             print(f"ok   day {info.number:02d}: all {len(ran)} tests fail on the untouched exercise")
@@ -203,7 +202,8 @@ def main(argv: list[str]) -> int:
         gpu_left = {spec_day(w) for w in (ROOT / "tests" / "wrong").glob("day[0-9][0-9]*.py")
                     if GPU_ONLY.search(w.read_text())} if not course.ON_GPU else set()
         done = {n: digests[n] for n in chosen if n not in failed_days}
-        proven.update({f"day{n:02d}": d for n, d in done.items()})
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        proven.update({f"day{n:02d}": {"digest": d, "proven": stamp} for n, d in done.items()})
         PROVEN.write_text(json.dumps(dict(sorted(proven.items())), indent=1) + "\n")
         on_gpu = sorted(gpu_left & set(done))
         print(f"recorded {len(done)} days' digests in {PROVEN.relative_to(ROOT)}"
