@@ -6,7 +6,8 @@ sequence's new tokens (a whole prompt on admission, one token when decoding) go 
 together: per layer one launch of this day's fused kernel rotates q and k and writes k and v into
 their cache slots (day 77's scatter), and one launch of day 78's PagedAttention reads the cache back,
 each token a query row with its own block table and context length. Day 76's BlockManager hands out
-the pages.
+the pages. The same architecture is a Llama's (Qwen2's with q/k/v biases): `make run ARGS="--model DIR"`
+serves a Hugging Face checkpoint through this engine (solutions/llama_checkpoint.py maps its weights).
 
 v1 naive      a contiguous cache: each admitted request reserves max_len slots up front (one page of
               max_len tokens), so the budget holds budget // max_len sequences at once whatever
@@ -37,6 +38,8 @@ from __future__ import annotations
 import argparse
 import collections
 import math
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -66,6 +69,7 @@ class ModelConfig(NamedTuple):
     hidden: int = 256
     max_len: int = 32  # the model's context limit: what a contiguous cache reserves per request
     rope_base: float = 10000.0
+    norm_eps: float = 1e-6  # RMSNorm's epsilon
 
 
 MODELS = {
@@ -123,11 +127,33 @@ class Model:
                 f"wup.{i}": w(cfg.d_model, cfg.hidden, fan_in=cfg.d_model),
                 f"wdown.{i}": w(cfg.hidden, cfg.d_model, fan_in=cfg.hidden),
             })
-        # RoPE table (max_len, head_dim): cos of each pair's angle in the first half, sin in the second.
-        half = cfg.head_dim // 2
-        freq = cfg.rope_base ** (-np.arange(half) / half)
-        angle = np.arange(cfg.max_len)[:, None] * freq[None, :]
-        self.cos_sin = np.concatenate([np.cos(angle), np.sin(angle)], axis=1).astype(np.float32)
+        self.cos_sin = rope_table(cfg)
+
+    @classmethod
+    def from_weights(cls, cfg: ModelConfig, weights: dict, cos_sin=None) -> Model:
+        """A model of given float32 weights, named and laid out as __init__ makes them, plus an optional
+        q/k/v bias ``bqkv.{i}`` of (num_heads + 2 * num_kv_heads) * head_dim per layer; cos_sin defaults to
+        rope_table(cfg)."""
+        cfg = ModelConfig(*cfg)
+        qkv_cols = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
+        shapes = {"embed": (cfg.vocab, cfg.d_model), "norm_f": (cfg.d_model,), "lm_head": (cfg.d_model, cfg.vocab)}
+        for i in range(cfg.num_layers):
+            shapes.update({f"norm1.{i}": (cfg.d_model,), f"wqkv.{i}": (cfg.d_model, qkv_cols),
+                           f"wo.{i}": (cfg.num_heads * cfg.head_dim, cfg.d_model), f"norm2.{i}": (cfg.d_model,),
+                           f"wgate.{i}": (cfg.d_model, cfg.hidden), f"wup.{i}": (cfg.d_model, cfg.hidden),
+                           f"wdown.{i}": (cfg.hidden, cfg.d_model)})
+        optional = {f"bqkv.{i}": (qkv_cols,) for i in range(cfg.num_layers)}
+        missing = sorted(set(shapes) - set(weights))
+        unknown = sorted(set(weights) - set(shapes) - set(optional))
+        if missing or unknown:
+            raise ValueError(f"weights: missing {missing}, unexpected {unknown}")
+        for name, w in weights.items():
+            launch.check_array(f"weights[{name!r}]", w, dtype=np.float32, shape={**shapes, **optional}[name])
+        table = rope_table(cfg) if cos_sin is None else cos_sin
+        launch.check_array("cos_sin", table, dtype=np.float32, shape=(cfg.max_len, cfg.head_dim))
+        model = cls.__new__(cls)
+        model.cfg, model.weights, model.cos_sin = cfg, dict(weights), table
+        return model
 
     def __repr__(self) -> str:
         return f"Model({self.describe()})"
@@ -136,6 +162,17 @@ class Model:
         c = self.cfg
         return (f"{c.num_layers} layers, d_model {c.d_model}, {c.num_heads} heads over {c.num_kv_heads} KV heads "
                 f"x {c.head_dim}, vocab {c.vocab}, max context {c.max_len}")
+
+
+def rope_table(cfg: ModelConfig, inv_freq=None):
+    """RoPE table (max_len, head_dim) float32: cos of each pair's angle in the first half, sin in the
+    second; pair p turns by pos * inv_freq[p], by default rope_base ** (-p / half) (rotate-half RoPE)."""
+    half = cfg.head_dim // 2
+    freq = cfg.rope_base ** (-np.arange(half) / half) if inv_freq is None else np.asarray(inv_freq, np.float64)
+    if freq.shape != (half,):
+        raise ValueError(f"inv_freq: expected ({half},), one frequency per pair, got {freq.shape}")
+    angle = np.arange(cfg.max_len)[:, None] * freq[None, :]
+    return np.concatenate([np.cos(angle), np.sin(angle)], axis=1).astype(np.float32)
 
 
 # --- the reference: a plain float64 decode, one request at a time, dense per-request cache -----------
@@ -148,8 +185,8 @@ def _rope64(x, pos, cos_sin):
     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
 
 
-def _rmsnorm64(x, g):
-    return x / np.sqrt(np.mean(x * x) + 1e-6) * g
+def _rmsnorm64(x, g, eps):
+    return x / np.sqrt(np.mean(x * x) + eps) * g
 
 
 def reference_decode(model: Model, prompt, num_new: int):
@@ -162,7 +199,9 @@ def reference_decode(model: Model, prompt, num_new: int):
     for pos in range(len(prompt) + num_new - 1):
         x = W["embed"][tokens[pos]]
         for i in range(c.num_layers):
-            qkv = _rmsnorm64(x, W[f"norm1.{i}"]) @ W[f"wqkv.{i}"]
+            qkv = _rmsnorm64(x, W[f"norm1.{i}"], c.norm_eps) @ W[f"wqkv.{i}"]
+            if f"bqkv.{i}" in W:  # Qwen2-style q/k/v biases
+                qkv = qkv + W[f"bqkv.{i}"]
             q = _rope64(qkv[:H * D].reshape(H, D), pos, model.cos_sin)
             keys[i].append(_rope64(qkv[H * D:(H + G) * D].reshape(G, D), pos, model.cos_sin))
             values[i].append(qkv[(H + G) * D:].reshape(G, D))
@@ -173,11 +212,11 @@ def reference_decode(model: Model, prompt, num_new: int):
                 p = np.exp(logits - logits.max())
                 o[h] = (p / p.sum()) @ v[:, h // (H // G)]
             x = x + o.reshape(-1) @ W[f"wo.{i}"]
-            h_ = _rmsnorm64(x, W[f"norm2.{i}"])
+            h_ = _rmsnorm64(x, W[f"norm2.{i}"], c.norm_eps)
             gate = h_ @ W[f"wgate.{i}"]
             x = x + (gate / (1 + np.exp(-gate)) * (h_ @ W[f"wup.{i}"])) @ W[f"wdown.{i}"]
         if pos >= len(prompt) - 1:
-            logits = _rmsnorm64(x, W["norm_f"]) @ W["lm_head"]
+            logits = _rmsnorm64(x, W["norm_f"], c.norm_eps) @ W["lm_head"]
             top2 = np.sort(logits)[-2:]
             nxt = int(np.argmax(logits))
             out.append(nxt)
@@ -462,7 +501,9 @@ class Engine:
             block_tables, lens = launch.to_device(block_tables, lens)
         scale = 1.0 / math.sqrt(c.head_dim)
         for i in range(c.num_layers):
-            qkv = _rmsnorm(x, W[f"norm1.{i}"]) @ W[f"wqkv.{i}"]  # (rows, (H + 2 KVH) * D)
+            qkv = _rmsnorm(x, W[f"norm1.{i}"], c.norm_eps) @ W[f"wqkv.{i}"]  # (rows, (H + 2 KVH) * D)
+            if f"bqkv.{i}" in W:  # Qwen2-style q/k/v biases
+                qkv = qkv + W[f"bqkv.{i}"]
             q = rope_and_cache(qkv, d_pos, d_slots, self.cos_sin, self.key_cache[i], self.value_cache[i],
                                c.num_heads)
             _sync()
@@ -471,10 +512,10 @@ class Engine:
             _sync()
             self.stats.attention_seconds += time.perf_counter() - t0
             x = x + _to_xp(o).reshape(len(tokens), -1) @ W[f"wo.{i}"]
-            h = _rmsnorm(x, W[f"norm2.{i}"])
+            h = _rmsnorm(x, W[f"norm2.{i}"], c.norm_eps)
             gate = h @ W[f"wgate.{i}"]
             x = x + (gate / (1 + xp.exp(-gate)) * (h @ W[f"wup.{i}"])) @ W[f"wdown.{i}"]
-        return _rmsnorm(x[xp.asarray(last)], W["norm_f"]) @ W["lm_head"]
+        return _rmsnorm(x[xp.asarray(last)], W["norm_f"], c.norm_eps) @ W["lm_head"]
 
     def step(self) -> None:
         seqs = self.schedule()
@@ -511,9 +552,9 @@ class Engine:
         return {rid: seq.out for rid, seq in sorted(self.finished.items())}
 
 
-def _rmsnorm(x, g):
+def _rmsnorm(x, g, eps):
     xp = _xp()
-    return x / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + np.float32(1e-6)) * g
+    return x / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + np.float32(eps)) * g
 
 
 # --- host functions ---------------------------------------------------------------------------------
@@ -615,28 +656,51 @@ def default_args() -> dict:
     return dict(requests=8, max_prompt=10, max_output=10, block_size=4, kv_blocks=16, model="tiny")
 
 
+PRESET_ONLY = ("requests", "max_prompt", "max_output", "seed")  # a checkpoint's requests are its prompts
+CHECKPOINT_ONLY = ("prompt", "prompts", "max_new", "max_len")
+
+
 def build_parser() -> argparse.ArgumentParser:
     d = default_args()
     p = argparse.ArgumentParser(
         prog="python -m solutions.day90_serving_engine",
-        description="Serve a seeded batch of requests through the paged KV cache and PagedAttention, and "
-                    "compare with a contiguous (max-length reservation) cache under the same budget.")
-    p.add_argument("--requests", type=int, default=d["requests"], help="number of requests (default %(default)s)")
-    p.add_argument("--max-prompt", type=int, default=d["max_prompt"],
-                   help="prompt lengths are drawn from 1..this (default %(default)s)")
-    p.add_argument("--max-output", type=int, default=d["max_output"],
-                   help="output lengths are drawn from 1..this (default %(default)s)")
+        description="Serve a batch of requests through the paged KV cache and PagedAttention, and compare with a "
+                    "contiguous (max-length reservation) cache under the same budget. By default a seeded random "
+                    "model decodes random token ids; --model DIR serves text prompts through a Hugging Face "
+                    "Llama or Qwen2 checkpoint read from disk (no network access: download it beforehand).")
+    p.add_argument("--model", default=d["model"], metavar="{" + ",".join(sorted(MODELS)) + "} or DIR",
+                   help="a preset of random weights, or a checkpoint directory holding config.json, "
+                        "*.safetensors (fp32, fp16 or bf16) and tokenizer.json, read from disk: nothing is downloaded "
+                        "(default %(default)s)")
+    preset = p.add_argument_group("with a preset model (seeded random weights and token ids)")
+    preset.add_argument("--requests", type=int, help=f"number of requests (default {d['requests']})")
+    preset.add_argument("--max-prompt", type=int, help=f"prompt lengths are drawn from 1..this (default "
+                                                       f"{d['max_prompt']})")
+    preset.add_argument("--max-output", type=int, help=f"output lengths are drawn from 1..this (default "
+                                                       f"{d['max_output']})")
+    preset.add_argument("--seed", type=int, help="seed of the weights and the requests (default 0)")
+    ckpt = p.add_argument_group("with --model DIR (a Hugging Face checkpoint)")
+    ckpt.add_argument("--prompt", action="append", metavar="TEXT", help="a prompt (repeat for several)")
+    ckpt.add_argument("--prompts", metavar="FILE", help="a text file, one prompt a line, served as one batch")
+    ckpt.add_argument("--max-new", type=int, help="tokens generated per prompt (default 32)")
+    ckpt.add_argument("--max-len", type=int, help="serve a context of this many tokens (default: the checkpoint's "
+                                                  "max_position_embeddings)")
     p.add_argument("--block-size", type=int, default=d["block_size"], help="tokens per page (default %(default)s)")
-    p.add_argument("--kv-blocks", type=int, default=d["kv_blocks"],
-                   help="KV budget in pages per layer (default %(default)s)")
-    p.add_argument("--model", choices=sorted(MODELS), default=d["model"], help="model size (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and the requests (default 0)")
+    p.add_argument("--kv-blocks", type=int,
+                   help=f"KV budget in pages per layer (default {d['kv_blocks']}; with --model DIR, room for every "
+                        f"prompt at once and at least one max-length sequence)")
     return p
 
 
-def main(argv=None) -> int:
-    parser = build_parser()
-    a = parser.parse_args(argv)
+def _preset_inputs(parser, a):
+    d = default_args()
+    for name in PRESET_ONLY[:-1] + ("kv_blocks",):
+        if getattr(a, name) is None:
+            setattr(a, name, d[name])
+    a.seed = 0 if a.seed is None else a.seed
+    for name in CHECKPOINT_ONLY:
+        if getattr(a, name) is not None:
+            parser.error(f"--{name.replace('_', '-')} needs --model DIR (a checkpoint with a tokenizer)")
     cfg = MODELS[a.model]
     for name in ("requests", "max_prompt", "max_output", "block_size", "kv_blocks"):
         if getattr(a, name) < 1:
@@ -646,14 +710,76 @@ def main(argv=None) -> int:
     wl = Workload(a.requests, a.max_prompt, a.max_output, a.block_size, a.kv_blocks, a.model)
     try:
         inputs = make_inputs(wl, seed=a.seed)
-        model, prompts, prompt_lens, output_lens, bs, nb = inputs
         _check(*inputs)
     except ValueError as exc:
         parser.error(str(exc))
+    return inputs, f"model: {inputs[0].describe()} (seed {a.seed})"
+
+
+def _read_prompts(parser, a) -> list[str]:
+    texts = list(a.prompt or [])
+    if a.prompts is not None:
+        try:
+            with open(a.prompts, encoding="utf-8") as f:
+                texts += [line.rstrip("\r\n") for line in f if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            parser.error(f"--prompts {a.prompts}: {exc}")
+    if not texts:
+        parser.error("--model DIR needs --prompt TEXT or --prompts FILE (one prompt a line)")
+    return texts
+
+
+def _checkpoint_inputs(parser, a):
+    from solutions import llama_checkpoint
+
+    for name in PRESET_ONLY:
+        if getattr(a, name) is not None:
+            parser.error(f"--{name.replace('_', '-')} applies to the preset models; with --model DIR the requests "
+                         f"are the prompts")
+    a.max_new = 32 if a.max_new is None else a.max_new
+    for name in ("max_new", "block_size") + (("kv_blocks",) if a.kv_blocks is not None else ()):
+        if getattr(a, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
+    texts = _read_prompts(parser, a)
+    try:
+        ckpt = llama_checkpoint.load(a.model, max_len=a.max_len)
+        ids = llama_checkpoint.encode_prompts(ckpt, texts, a.max_new)
+    except ValueError as exc:
+        parser.error(str(exc))
+    model, bs = ckpt.model, a.block_size
+    prompt_lens = np.array([len(t) for t in ids], dtype=np.int32)
+    prompts = np.full((len(ids), int(prompt_lens.max())), -1, dtype=np.int32)
+    for r, t in enumerate(ids):
+        prompts[r, :len(t)] = t
+    output_lens = np.full(len(ids), a.max_new, dtype=np.int32)
+    if a.kv_blocks is None:  # everyone at once in pages, and one max_len reservation for the contiguous cache
+        a.kv_blocks = max(-(-model.cfg.max_len // bs), int(np.sum(-(-(prompt_lens + output_lens) // bs))))
+    inputs = (model, prompts, prompt_lens, output_lens, bs, a.kv_blocks)
+    try:
+        _check(*inputs)
+    except ValueError as exc:
+        parser.error(str(exc))
+    a.requests, a.texts, a.checkpoint = len(ids), texts, ckpt
+    return inputs, f"model: {ckpt.path} ({ckpt.architecture}): {model.describe()}"
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    a.checkpoint = None
+    if a.model in MODELS:
+        inputs, described = _preset_inputs(parser, a)
+    elif os.path.isdir(a.model):
+        inputs, described = _checkpoint_inputs(parser, a)
+    else:
+        parser.error(f"--model: expected {' or '.join(sorted(MODELS))} or a checkpoint directory on disk, got "
+                     f"{a.model!r} (not a directory; nothing is downloaded)")
+    model, prompts, prompt_lens, output_lens, bs, nb = inputs
+    cfg = model.cfg
     where = "on " + DEVICE.describe() if ON_GPU else "in the CUDA simulator (times are the simulator's)"
     budget = nb * bs
     print(f"serving {a.requests} requests {where}")
-    print(f"model: {model.describe()} (seed {a.seed})")
+    print(described)
     contiguous_slots = budget // cfg.max_len
     print(f"KV budget: {nb} pages x {bs} tokens = {budget} token slots per layer; reserving max_len "
           f"{cfg.max_len} per request, all {a.requests} at once would need {a.requests * cfg.max_len}")
@@ -661,7 +787,15 @@ def main(argv=None) -> int:
     paged_tokens, paged = serve(*inputs)
     dense_tokens, dense = serve(*inputs, contiguous=True)
 
-    if a.requests <= 16:
+    if a.checkpoint is not None:
+        from solutions import llama_checkpoint
+
+        for r, text in enumerate(a.texts):
+            out, used = llama_checkpoint.decode(a.checkpoint, paged_tokens[r, :output_lens[r]])
+            stop = f", end of text after {used}" if used < output_lens[r] else ""
+            print(f"\nrequest {r} ({prompt_lens[r]} prompt tokens, {output_lens[r]} generated{stop})")
+            print(f"{text}\033[1m{out}\033[0m" if sys.stdout.isatty() else f"{text}{out}")
+    elif a.requests <= 16:
         print("\nrequest  prompt  output  generated tokens")
         for r in range(a.requests):
             out = paged_tokens[r, :output_lens[r]].tolist()
