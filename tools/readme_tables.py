@@ -15,6 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 
 
+def _speedup(row) -> str:
+    """x the shape's first row, or a dash where that row was dropped (the JSON's "skipped" says why)."""
+    return "—" if row.get("speedup") is None else f"{row['speedup']:.2f}×"
+
+
 def syllabus() -> str:
     lines = ["| day | topic | memory space | versions |", "| --- | --- | --- | --- |"]
     for d in days.all_days():
@@ -39,7 +44,7 @@ def results() -> str:
             # A day timed at several sizes (course.bench.run_sizes) names the size in each row.
             version = row["version"] if len(sizes) == 1 else f"{row['version']}, {_size(row['n'])}"
             lines.append(f"| {r['day'][3:5]} | {version} | {row['ms'] * 1e3:,.1f} µs{wall} | "
-                         f"{rate:,.0f} {unit} | {row['pct_peak']:.0f} % of {r['peak_name']} | {row['speedup']:.2f}× |")
+                         f"{rate:,.0f} {unit} | {row['pct_peak']:.0f} % of {r['peak_name']} | {_speedup(row)} |")
     return "\n".join(lines)
 
 
