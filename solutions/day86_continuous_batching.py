@@ -48,7 +48,6 @@ from course.launch import as_words
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 from solutions.day78_paged_attention_v1 import KERNELS as PAGED_ATTENTION_KERNELS
 from solutions.day78_paged_attention_v1 import optimized as paged_attention
-from solutions.day78_paged_attention_v1 import reference as paged_reference
 
 TITLE = "Continuous batching"
 MEMORY_SPACE = "global"
@@ -282,16 +281,29 @@ def _offsets(lens) -> np.ndarray:
 
 
 def reference(queries, kv_rows, prompt_lens, output_lens, scale, num_blocks, block_size, max_batch):
-    """Each request alone, each output step against a plain contiguous cache: batching must not matter."""
+    """Each request alone against a plain contiguous float64 cache: batching must not matter.
+
+    Batched per request and KV head: the queries of all of a request's output steps (and of the heads
+    that share the KV head) against its whole K/V in one matmul, a causal mask (step j sees tokens
+    0..prompt + j) and one softmax; the same numbers as one step and one head at a time."""
+    num_heads, head_dim = queries.shape[1:]
+    num_kv_heads = kv_rows.shape[2]
+    group = num_heads // num_kv_heads
     row0, out0 = _offsets(prompt_lens + output_lens), _offsets(output_lens)
     out = np.empty(queries.shape, dtype=np.float32)
     for r, (p, o) in enumerate(zip(prompt_lens, output_lens)):
-        k = kv_rows[0, row0[r]:row0[r + 1]][None]  # (1 page, tokens, kv_heads, dim): one big page
-        v = kv_rows[1, row0[r]:row0[r + 1]][None]
-        for j in range(o):
-            q = queries[out0[r] + j][None]
-            lens = np.array([p + j + 1], dtype=np.int32)
-            out[out0[r] + j] = paged_reference(q, k, v, np.zeros((1, 1), np.int32), lens, scale)[0]
+        k = kv_rows[0, row0[r]:row0[r + 1]].astype(np.float64)  # (tokens, kv_heads, dim): the request's cache
+        v = kv_rows[1, row0[r]:row0[r + 1]].astype(np.float64)
+        q = queries[out0[r]:out0[r] + o].astype(np.float64)  # (o steps, heads, dim)
+        hidden = np.arange(p + o)[None, :] > p + np.arange(o)[:, None]  # (o, tokens): step j sees 0..p + j
+        hidden = np.repeat(hidden, group, axis=0)  # a row per (step, head of the group)
+        for g in range(num_kv_heads):
+            heads = slice(g * group, (g + 1) * group)  # the heads that read KV head g
+            logits = scale * (q[:, heads].reshape(o * group, head_dim) @ k[:, g].T)  # (o * group, tokens)
+            logits[hidden] = -np.inf
+            w = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            w /= w.sum(axis=-1, keepdims=True)
+            out[out0[r]:out0[r] + o, heads] = (w @ v[:, g]).reshape(o, group, head_dim)
     return out
 
 

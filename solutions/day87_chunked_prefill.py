@@ -316,21 +316,31 @@ def make_inputs(cfg, seed=0):
 
 
 def reference(query, key_cache, value_cache, block_tables, query_start, context_lens, scale):
-    """Gather each sequence's context, then a float64 causal softmax per new token. Deliberately plain."""
-    num_heads = query.shape[1]
-    bs, group = key_cache.shape[1], num_heads // key_cache.shape[2]
+    """Gather each sequence's context through its block table, then a float64 causal softmax.
+
+    Batched per sequence and KV head: all of the sequence's new tokens (and the heads that share the
+    KV head) against its whole context in one matmul, with new token i masked to keys 0..pos(i); the
+    same numbers as one token and one head at a time."""
+    num_heads, head_dim = query.shape[1:]
+    bs, num_kv_heads = key_cache.shape[1], key_cache.shape[2]
+    group = num_heads // num_kv_heads
     out = np.empty(query.shape, dtype=np.float32)
     for s in range(len(context_lens)):
         ctx, q0, q1 = int(context_lens[s]), int(query_start[s]), int(query_start[s + 1])
-        rows = [(int(block_tables[s, t // bs]), t % bs) for t in range(ctx)]
-        k = np.stack([key_cache[b, r] for b, r in rows]).astype(np.float64)  # (ctx, kv_heads, dim)
-        v = np.stack([value_cache[b, r] for b, r in rows]).astype(np.float64)
-        for i in range(q1 - q0):
-            pos = ctx - (q1 - q0) + i  # the token's place in its sequence: it sees 0..pos
-            for h in range(num_heads):
-                logits = scale * (k[:pos + 1, h // group] @ query[q0 + i, h].astype(np.float64))
-                p = np.exp(logits - logits.max())
-                out[q0 + i, h] = (p / p.sum()) @ v[:pos + 1, h // group]
+        n, t = q1 - q0, np.arange(ctx)
+        pages, slots = block_tables[s, t // bs], t % bs  # token t's page and slot
+        k = key_cache[pages, slots].astype(np.float64)  # (ctx, kv_heads, dim)
+        v = value_cache[pages, slots].astype(np.float64)
+        pos = ctx - n + np.arange(n)  # each new token's place in its sequence: it sees 0..pos
+        hidden = np.repeat(t[None, :] > pos[:, None], group, axis=0)  # a row per (new token, head of the group)
+        for g in range(num_kv_heads):
+            heads = slice(g * group, (g + 1) * group)  # the heads that read KV head g
+            q = query[q0:q1, heads].astype(np.float64).reshape(n * group, head_dim)
+            logits = scale * (q @ k[:, g].T)  # (n * group, ctx)
+            logits[hidden] = -np.inf
+            w = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            w /= w.sum(axis=-1, keepdims=True)
+            out[q0:q1, heads] = (w @ v[:, g]).reshape(n, group, head_dim)
     return out
 
 

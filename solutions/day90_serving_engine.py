@@ -168,63 +168,111 @@ def rope_table(cfg: ModelConfig, inv_freq=None):
     return np.concatenate([np.cos(angle), np.sin(angle)], axis=1).astype(np.float32)
 
 
-# --- the reference: a plain float64 decode, one request at a time, dense per-request cache -----------
+# --- the reference: a plain float64 decode, each request on its own dense cache ------------------------
 
 
 def _rope64(x, pos, cos_sin):
+    """Rotate x (..., heads, head_dim) at position pos (an int, or one per leading row of x)."""
     half = x.shape[-1] // 2
-    c, s = cos_sin[pos, :half].astype(np.float64), cos_sin[pos, half:].astype(np.float64)
+    c = cos_sin[pos, :half].astype(np.float64)[..., None, :]  # one row per position, broadcast over heads
+    s = cos_sin[pos, half:].astype(np.float64)[..., None, :]
     x1, x2 = x[..., :half], x[..., half:]
     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
 
 
 def _rmsnorm64(x, g, eps):
-    return x / np.sqrt(np.mean(x * x) + eps) * g
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * g
+
+
+def _attend64(q, keys, values, start: int):
+    """Causal float64 attention of new tokens q (n, heads, head_dim) at positions start.. over cache
+    rows keys / values (start + n, kv_heads, head_dim). Batched per KV head: all its heads and tokens in
+    one matmul, new token t masked to keys 0..start + t."""
+    n, H, D = q.shape
+    group = H // keys.shape[1]
+    hidden = np.repeat(np.arange(start + n)[None, :] > start + np.arange(n)[:, None], group, axis=0)
+    o = np.empty((n, H, D))
+    for g in range(keys.shape[1]):
+        heads = slice(g * group, (g + 1) * group)  # the heads that read KV head g
+        logits = q[:, heads].reshape(n * group, D) @ keys[:, g].T / math.sqrt(D)  # (n * group, start + n)
+        logits[hidden] = -np.inf
+        p = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        o[:, heads] = ((p / p.sum(axis=-1, keepdims=True)) @ values[:, g]).reshape(n, group, D)
+    return o
+
+
+def _forward64(model: Model, W: dict, batch):
+    """The float64 model on a batch of new tokens. ``batch``: per sequence (its new tokens, the
+    position of the first, its dense cache (2, layers, max tokens, kv_heads, head_dim) of K and V),
+    the new K/V rows written into it. Returns every new token's hidden state (tokens, d_model). The
+    matmuls take the batch's tokens together; attention runs one sequence at a time, on its own cache."""
+    c = model.cfg
+    H, G, D = c.num_heads, c.num_kv_heads, c.head_dim
+    lens = [len(tokens) for tokens, _, _ in batch]
+    ends = np.cumsum(lens)
+    pos = np.concatenate([start + np.arange(n) for (_, start, _), n in zip(batch, lens)])
+    x = W["embed"][np.concatenate([np.asarray(tokens, dtype=np.int64) for tokens, _, _ in batch])]
+    for i in range(c.num_layers):
+        qkv = _rmsnorm64(x, W[f"norm1.{i}"], c.norm_eps) @ W[f"wqkv.{i}"]
+        if f"bqkv.{i}" in W:  # Qwen2-style q/k/v biases
+            qkv = qkv + W[f"bqkv.{i}"]
+        q = _rope64(qkv[:, :H * D].reshape(-1, H, D), pos, model.cos_sin)
+        k = _rope64(qkv[:, H * D:(H + G) * D].reshape(-1, G, D), pos, model.cos_sin)
+        v = qkv[:, (H + G) * D:].reshape(-1, G, D)
+        o = np.empty((len(pos), H, D))
+        for (_, start, cache), n, end in zip(batch, lens, ends):
+            rows = slice(end - n, end)  # this sequence's new tokens
+            cache[0, i, start:start + n], cache[1, i, start:start + n] = k[rows], v[rows]
+            o[rows] = _attend64(q[rows], cache[0, i, :start + n], cache[1, i, :start + n], start)
+        x = x + o.reshape(-1, H * D) @ W[f"wo.{i}"]
+        h_ = _rmsnorm64(x, W[f"norm2.{i}"], c.norm_eps)
+        gate = h_ @ W[f"wgate.{i}"]
+        x = x + (gate / (1 + np.exp(-gate)) * (h_ @ W[f"wup.{i}"])) @ W[f"wdown.{i}"]
+    return x
+
+
+def _decode64(model: Model, prompts, nums):
+    """Greedy tokens of several requests and, for each, the gap between its logit and the runner-up's.
+
+    The requests go side by side: the first step puts every whole prompt through the model (causal
+    attention within each prompt), each later step the newest token of every unfinished request. A
+    request attends only to its own dense cache, so its tokens are what it would get alone; batching
+    only shares each step's weight matmuls."""
+    c, W = model.cfg, {k: v.astype(np.float64) for k, v in model.weights.items()}
+    caches = [np.zeros((2, c.num_layers, len(p) + n - 1, c.num_kv_heads, c.head_dim)) for p, n in zip(prompts, nums)]
+    tokens = [[int(t) for t in p] for p in prompts]
+    out, margins = [[] for _ in prompts], [[] for _ in prompts]
+    batch = {r: (tokens[r], 0, caches[r]) for r in range(len(prompts)) if nums[r] > 0}
+    while batch:
+        x = _forward64(model, W, list(batch.values()))
+        last = np.cumsum([len(t) for t, _, _ in batch.values()]) - 1  # each request's newest token
+        logits = _rmsnorm64(x[last], W["norm_f"], c.norm_eps) @ W["lm_head"]
+        for r, row in zip(list(batch), logits):
+            top2 = np.sort(row)[-2:]
+            nxt = int(np.argmax(row))
+            out[r].append(nxt)
+            margins[r].append(float(top2[1] - top2[0]))
+            tokens[r].append(nxt)
+            if len(out[r]) == nums[r]:
+                del batch[r]
+            else:
+                batch[r] = ([nxt], len(tokens[r]) - 1, caches[r])
+    return out, margins
 
 
 def reference_decode(model: Model, prompt, num_new: int):
     """Greedy tokens of one request and, for each, the gap between its logit and the runner-up's."""
-    c, W = model.cfg, {k: v.astype(np.float64) for k, v in model.weights.items()}
-    H, G, D = c.num_heads, c.num_kv_heads, c.head_dim
-    keys = [[] for _ in range(c.num_layers)]  # per layer: (G, D) rows, one per token
-    values = [[] for _ in range(c.num_layers)]
-    tokens, out, margins = list(prompt), [], []
-    for pos in range(len(prompt) + num_new - 1):
-        x = W["embed"][tokens[pos]]
-        for i in range(c.num_layers):
-            qkv = _rmsnorm64(x, W[f"norm1.{i}"], c.norm_eps) @ W[f"wqkv.{i}"]
-            if f"bqkv.{i}" in W:  # Qwen2-style q/k/v biases
-                qkv = qkv + W[f"bqkv.{i}"]
-            q = _rope64(qkv[:H * D].reshape(H, D), pos, model.cos_sin)
-            keys[i].append(_rope64(qkv[H * D:(H + G) * D].reshape(G, D), pos, model.cos_sin))
-            values[i].append(qkv[(H + G) * D:].reshape(G, D))
-            k, v = np.stack(keys[i]), np.stack(values[i])  # (ctx, G, D)
-            o = np.empty((H, D))
-            for h in range(H):
-                logits = k[:, h // (H // G)] @ q[h] / math.sqrt(D)
-                p = np.exp(logits - logits.max())
-                o[h] = (p / p.sum()) @ v[:, h // (H // G)]
-            x = x + o.reshape(-1) @ W[f"wo.{i}"]
-            h_ = _rmsnorm64(x, W[f"norm2.{i}"], c.norm_eps)
-            gate = h_ @ W[f"wgate.{i}"]
-            x = x + (gate / (1 + np.exp(-gate)) * (h_ @ W[f"wup.{i}"])) @ W[f"wdown.{i}"]
-        if pos >= len(prompt) - 1:
-            logits = _rmsnorm64(x, W["norm_f"], c.norm_eps) @ W["lm_head"]
-            top2 = np.sort(logits)[-2:]
-            nxt = int(np.argmax(logits))
-            out.append(nxt)
-            margins.append(float(top2[1] - top2[0]))
-            tokens.append(nxt)
-    return out, margins
+    out, margins = _decode64(model, [prompt], [int(num_new)])
+    return out[0], margins[0]
 
 
 def _decode_all(model, prompts, prompt_lens, output_lens):
     width = int(np.max(output_lens))
     tokens = np.full((len(prompt_lens), width), -1, dtype=np.int32)
     margins = np.full((len(prompt_lens), width), np.inf)
-    for r, (p, n) in enumerate(zip(prompt_lens, output_lens)):
-        out, gaps = reference_decode(model, prompts[r, :p], int(n))
-        tokens[r, :n], margins[r, :n] = out, gaps
+    out, gaps = _decode64(model, [prompts[r, :p] for r, p in enumerate(prompt_lens)], [int(n) for n in output_lens])
+    for r, n in enumerate(output_lens):
+        tokens[r, :n], margins[r, :n] = out[r], gaps[r]
     return tokens, margins
 
 
