@@ -73,26 +73,12 @@ def run_grader(test_path: Path, target: str, *extra: str) -> dict[str, str]:
 GPU_ONLY = re.compile(r"^GPU_ONLY\s*=", re.MULTILINE)
 PROVEN = ROOT / ".ci" / "proven.json"
 ROTATION = 15  # the days with the oldest proofs that run besides the changed ones
-# A solution module named anywhere in a file (an import, a docstring) is one the proof depends on.
-SOLUTION_REF = re.compile(r"\b(" + "|".join(sorted(p.stem for p in (ROOT / "solutions").glob("*.py")
-                                                    if not p.stem.startswith("_"))) + r")\b")
-
-
 def proof_files(info) -> list[Path]:
-    """The files a day's proof depends on (course/ aside): its solution and every solution it imports,
-    transitively, its exercise, its grader, its wrong and right specs."""
-    seen: dict[Path, None] = {}
-    todo = [info.solution_path, info.test_path]
-    while todo:
-        path = todo.pop()
-        if path in seen or not path.exists():
-            continue
-        seen[path] = None
-        for name in SOLUTION_REF.findall(path.read_text()):
-            todo.append(ROOT / "solutions" / f"{name}.py")
+    """The files a day's proof depends on (course/ aside): its solution, its grader and every solution
+    they name (course.days.solution_closure), its exercise, its wrong and right specs."""
     specs = [*(ROOT / "tests" / "wrong").glob(f"{info.slug[:5]}_*.py"),
              *(ROOT / "tests" / "right").glob(f"{info.slug[:5]}_*.py")]
-    return sorted({*seen, info.exercise_path, *specs})
+    return sorted({*days.solution_closure(info.solution_path, info.test_path), info.exercise_path, *specs})
 
 
 def digest(info) -> str:

@@ -164,17 +164,23 @@ def _allow_device_functions_without_gpu() -> None:
     dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
 
 
-def _compile_module_kernels(path: Path) -> dict[str, dict]:
-    """In a process with the real numba.cuda: compile every kernel of the file at ``path``."""
-    from numba import cuda
-
+def _import_for_compile(path: Path, prefix: str):
+    """In the compile worker (or on a GPU): import the file at ``path`` with the real numba.cuda."""
     if not DEVICE.is_gpu:
         _allow_device_functions_without_gpu()
-    name = f"_inspect_{path.stem}_{abs(hash(str(path)))}"
+    name = f"{prefix}_{path.stem}_{abs(hash(str(path)))}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def _compile_module_kernels(path: Path) -> dict[str, dict]:
+    """In a process with the real numba.cuda: compile every kernel of the file at ``path``."""
+    from numba import cuda
+
+    module = _import_for_compile(path, "_inspect")
     kernels = getattr(module, "KERNELS", {})
     out = {}
     for label, (kernel, signature) in kernels.items():
@@ -197,13 +203,11 @@ _cache: dict[tuple[str, float], dict[str, dict]] = {}
 # imports (transitively), course/ and numba-cuda's version. A notebook, or a test session after the
 # first, reuses what the grader compiled (a day's kernels take 5-10 s); a changed file compiles anew.
 REPORT_CACHE = Path(__file__).resolve().parent.parent / ".course" / "reports"
-_SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
-_SOLUTION_REF = re.compile(r"\b(" + "|".join(sorted(p.stem for p in _SOLUTIONS.glob("*.py")
-                                                     if not p.stem.startswith("_"))) + r")\b")
 
 
 def _source_digest(path: Path) -> str:
-    root = Path(__file__).resolve().parent.parent
+    from course import days
+
     h = hashlib.sha256()
     try:
         import numba_cuda
@@ -211,17 +215,9 @@ def _source_digest(path: Path) -> str:
         h.update(str(getattr(numba_cuda, "__version__", "")).encode())
     except ImportError:
         pass
-    seen: set[Path] = set()
-    todo = [path]
-    while todo:
-        f = todo.pop()
-        if f in seen or not f.exists():
-            continue
-        seen.add(f)
-        text = f.read_text()
-        h.update(str(f.name).encode() + b"\0" + text.encode() + b"\0")
-        todo.extend(root / "solutions" / f"{name}.py" for name in _SOLUTION_REF.findall(text))
-    for f in sorted((root / "course").glob("*.py")):
+    for f in days.solution_closure(path):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    for f in sorted((days.ROOT / "course").glob("*.py")):
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:24]
 
@@ -284,12 +280,7 @@ def _return_type_in_worker(path: Path, name: str, argtypes: str) -> str:
     of the file at ``path`` called with ``argtypes``."""
     from numba import cuda
 
-    if not DEVICE.is_gpu:
-        _allow_device_functions_without_gpu()
-    spec = importlib.util.spec_from_file_location(f"_types_{path.stem}_{abs(hash(str(path)))}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = _import_for_compile(path, "_types")
     from numba import types
 
     func = getattr(module, name)

@@ -82,6 +82,23 @@ def constants(path: Path) -> dict[str, object]:
     return found
 
 
+def solution_closure(*paths: Path) -> list[Path]:
+    """``paths`` and every solutions/ module they name (an import, a docstring: ``dayNN_topic``,
+    ``attention_common``), transitively, sorted: what a compile of, or a proof over, those files reads
+    of the course's solutions."""
+    names = sorted(p.stem for p in (ROOT / "solutions").glob("*.py") if not p.stem.startswith("_"))
+    ref = re.compile(r"\b(" + "|".join(names) + r")\b")
+    seen: set[Path] = set()
+    todo = [Path(p) for p in paths]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.exists():
+            continue
+        seen.add(path)
+        todo.extend(ROOT / "solutions" / f"{name}.py" for name in ref.findall(path.read_text()))
+    return sorted(seen)
+
+
 def all_days() -> list[DayInfo]:
     """Every day with a solution, in order."""
     days = []
