@@ -38,6 +38,11 @@ SPIN_NS = 1_000_000  # the least spin; more when the warm-up calls take longer o
 MAX_SPIN_NS = 50_000_000
 SAMPLE_BUDGET_MS = 1000.0  # Timer.time: repeats cut so that the samples of one version take about this
 MIN_REPEATS = 5
+# A version whose one call takes over a second (a serving day's whole trace) is warmed once and timed
+# SLOW_REPEATS times: its spread is small next to its time, and five samples of a several-second
+# trace would take a benchmark visit's minute by themselves.
+SLOW_MS = 1000.0
+SLOW_REPEATS = 3
 
 
 @dataclass
@@ -131,13 +136,16 @@ class Timer:
             fn(*args)
             host_s = max(host_s, time.perf_counter() - t)  # enqueue time (all of it, if fn synchronizes)
             cuda.synchronize()
+            if (time.perf_counter() - t) * 1e3 > SLOW_MS:  # compiled and warm after one call: more
+                break  # warm-up would only cost time
         self.spin_ns = int(min(MAX_SPIN_NS, max(SPIN_NS, 4 * host_s * 1e9)))
         self.clock = "wall" if self.waits_for_gpu(fn, *args) else "events"
         sample = self.sample_wall if self.clock == "wall" else self.sample
         first = sample(fn, *args)
         # A slow version (a naive kernel of hundreds of ms) gets fewer samples: about a second of them,
         # at least MIN_REPEATS; its spread is small next to its time anyway.
-        repeats = min(repeats, max(MIN_REPEATS, int(SAMPLE_BUDGET_MS / max(first, 1e-3))))
+        least = SLOW_REPEATS if first > SLOW_MS else MIN_REPEATS
+        repeats = min(repeats, max(least, int(SAMPLE_BUDGET_MS / max(first, 1e-3))))
         samples = sorted([first] + [sample(fn, *args) for _ in range(repeats - 1)])
         q = statistics.quantiles(samples, n=4)
         return statistics.median(samples), q[2] - q[0]
@@ -191,7 +199,9 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
     device = device.decode() if isinstance(device, bytes) else str(device)
     result = Result(info.slug, device, bound, "device copy" if bound == "memory" else gemm_name, peak)
 
+    tick("making the inputs")
     inputs = sol.make_inputs(n, seed=1234)
+    tick("computing the reference")
     expected = _reference(sol, inputs)
     nbytes, flops = sol.traffic(*inputs)  # the minimum: what the roofline and GB/s are measured against
     if getattr(sol, "BENCH_HOST_INPUTS", False):

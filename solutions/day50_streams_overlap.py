@@ -237,9 +237,11 @@ def _buffers(x):
 
 def stage_times(x, iters, chunks: int = CHUNKS, repeats: int = 5) -> dict:
     """GPU only. Median times (ms) of each stage alone on page-locked buffers (upload, kernel,
-    download), of the three one after another (serial_pinned), of the overlapped pipeline on the same
-    buffers, and of the naive version from pageable memory; the ratio the day aims at
-    (overlapped / longest stage, target <= 1.15) and the copy rates. Verifies what it timed."""
+    download), of both copies at once on two streams (duplex), of the three one after another
+    (serial_pinned), of the overlapped pipeline on the same buffers, and of the naive version from
+    pageable memory; the ratio the day aims at (overlapped / longest stage, target <= 1.15), the
+    pipeline against its bound (the longest stage or the duplex copies, whichever is longer) and the
+    copy rates. Verifies what it timed."""
     _need_gpu("stage_times")
     _check(x, iters)
     n = x.size
@@ -251,6 +253,11 @@ def stage_times(x, iters, chunks: int = CHUNKS, repeats: int = 5) -> dict:
             "download_ms": lambda: d_out.copy_to_host(h_out),
         }
         t = {name: _event_ms(fn, repeats) for name, fn in stages.items()}
+        # Both copies at once, each whole array on its own stream: what the link gives in both
+        # directions together, which the pipeline needs whenever the kernel is not the longest stage.
+        up, down = streams[0], streams[1]
+        t["duplex_ms"] = _event_ms(lambda: (d_x.copy_to_device(h_in, stream=up),
+                                            d_out.copy_to_host(h_out, stream=down)), repeats)
         t["serial_pinned_ms"] = _event_ms(lambda: [fn() for fn in stages.values()], repeats)
         _verify(h_out, x, iters, "serial_pinned")
         h_out[:] = np.nan
@@ -259,9 +266,13 @@ def stage_times(x, iters, chunks: int = CHUNKS, repeats: int = 5) -> dict:
         _verify(h_out, x, iters, "overlapped pipeline")
     t["naive_ms"] = _event_ms(lambda: naive(x, iters), repeats)
     longest = max(t["upload_ms"], t["kernel_ms"], t["download_ms"])
+    bound = max(longest, t["duplex_ms"])  # the copies overlap each other in the pipeline, too
     t.update(
         longest_stage_ms=longest,
         overlapped_over_longest=t["overlapped_ms"] / longest,
+        bound_ms=bound,
+        overlapped_over_bound=t["overlapped_ms"] / bound,
+        duplex_gbps=2 * x.nbytes / (t["duplex_ms"] * 1e-3) / 1e9,
         naive_over_overlapped=t["naive_ms"] / t["overlapped_ms"],
         upload_gbps=x.nbytes / (t["upload_ms"] * 1e-3) / 1e9,
         download_gbps=x.nbytes / (t["download_ms"] * 1e-3) / 1e9,

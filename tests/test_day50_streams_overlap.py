@@ -225,7 +225,7 @@ def test_stage_times_on_the_gpu():
     g.require_implemented("overlapped")
     x, iters = g.solution.make_inputs((1 << 24) + 5, seed=3)
     t = g.target.stage_times(x, iters, repeats=2)
-    for key in ("upload_ms", "kernel_ms", "download_ms", "serial_pinned_ms", "overlapped_ms", "naive_ms"):
+    for key in ("upload_ms", "kernel_ms", "download_ms", "duplex_ms", "serial_pinned_ms", "overlapped_ms", "naive_ms"):
         assert t[key] > 0, f"{key} = {t[key]}"
 
 

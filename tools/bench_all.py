@@ -28,8 +28,13 @@ def main(argv: list[str]) -> int:
     for info in days.all_days():
         if wanted and info.number not in wanted:
             continue
+        start = time.perf_counter()
+
+        def progress(msg, day=info.number, start=start):  # where a slow day's time goes, as it goes
+            print(f"  day {day:02d} +{time.perf_counter() - start:5.1f} s  {msg}", flush=True)
+
         try:
-            result = bench.run_sizes(info.number)  # every BENCH_SIZES entry
+            result = bench.run_sizes(info.number, progress=progress)  # every BENCH_SIZES entry
         except Exception:
             failed += 1
             print(f"day {info.number:02d} FAILED\n{traceback.format_exc()}", flush=True)
@@ -38,8 +43,8 @@ def main(argv: list[str]) -> int:
         rows = "  ".join(f"{r.version}={r.ms * 1e3:.1f}us/{r.pct_peak:.0f}%/{r.speedup:.2f}x"
                          + ("" if r.checked == "ok" else "/WRONG") for r in result.rows)
         # The finishing time: gpu_check.sh logs the SM clock alongside, to match a slow row to its clock.
-        print(f"day {info.number:02d} peak={result.peak_value:.0f}  {rows}  at {time.strftime('%H:%M:%S')}",
-              flush=True)
+        print(f"day {info.number:02d} peak={result.peak_value:.0f}  {rows}  at {time.strftime('%H:%M:%S')} "
+              f"({time.perf_counter() - start:.0f} s)", flush=True)
     return 1 if failed else 0
 
 
