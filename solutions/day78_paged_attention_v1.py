@@ -20,6 +20,11 @@ v2 optimized  one block per (sequence, head); its warps take 16-row trips (a pag
               online softmax in base 2; warps merged once through a few KB of shared memory that
               does not grow with the context.
 
+Head sizes: exactly vLLM's 32, 64, 80, 96, 112, 120, 128, 192 and 256 (HEAD_DIMS; any other is a
+ValueError naming them). head_layout gives a token as many lanes (a power of two) as keep a lane at
+16 elements or fewer, so every size has 128's registers; where the lanes do not divide the row
+(fp16 80, 112, 120) the last word slot is masked on the lanes past the row's end.
+
 Napkin math (64 seqs x 32 heads over 8 KV heads x head_dim 128, context 4096, fp16 cache): the K and
 V pages are 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB, the queries and outputs 1 MB. Per KV element
 read there are 4 FLOPs per query head sharing it (a multiply-add for q.k, one for p*v), so 8 FLOPs
@@ -36,11 +41,10 @@ import numpy as np
 from course import DEVICE, cuda, launch
 from course.checking import to_host
 from numba import float32, uint32, uint64
-from solutions.day73_decode_attention import (  # day 73's lane layout, words and softmax base, paged here
+from solutions.day73_decode_attention import (  # day 73's trip length, words and softmax base, paged here
     LOG2E,
     ROW_STEP,
     cache_words,
-    lane_layout,
 )
 
 TITLE = "PagedAttention v1"
@@ -55,7 +59,12 @@ VERSION_RTOL = {"library": LIBRARY_RTOL}  # the benchmark's re-check of each row
 WARP = 32
 # optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
 NUM_WARPS = 2 if DEVICE.kind == "sim" else 4
-MAX_HEAD_DIM = 128  # q and the accumulator live in registers, so the bound is fixed
+# The head sizes vLLM's PagedAttention supports (phi-2 uses 80, Gemma 256). Each is a multiple of 8,
+# so a row is whole 8-byte words at 1, 2 or 4 bytes an element; any other size is refused up front.
+HEAD_DIMS = (32, 64, 80, 96, 112, 120, 128, 192, 256)
+MAX_HEAD_DIM = HEAD_DIMS[-1]  # q and the accumulator live in registers: a fixed list, not any size
+LANE_ELEMS = 16  # optimized: elements of a row (of q, of the accumulator) per lane, at most; 4 fp16 words
+TRIP_ELEMS = 64  # optimized: K elements (and as many V) a lane loads per trip: 16 rows x 128 columns / 32
 NO_LOGIT = -1.0e30  # the running max before any token: finite, far below any real logit
 NAIVE_THREADS = 64
 
@@ -194,8 +203,8 @@ def check_decode_step(query, key_cache, value_cache, block_tables, context_lens,
         raise ValueError(f"key_cache: expected head_dim {head_dim} (from query), got {cache_dim}")
     if num_kv_heads < 1 or num_heads % num_kv_heads:
         raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})")
-    if head_dim % WARP or not 0 < head_dim <= MAX_HEAD_DIM:
-        raise ValueError(f"head_dim must be a multiple of {WARP} up to {MAX_HEAD_DIM}, got {head_dim}")
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {', '.join(map(str, HEAD_DIMS))}, got {head_dim}")
     launch.check_array("block_tables", block_tables, dtype=np.int32, ndim=2)
     if block_tables.shape[0] != num_seqs:
         raise ValueError(f"block_tables: expected {num_seqs} rows (one per sequence), "
@@ -275,6 +284,24 @@ def paged_attention_naive_kernel(out, query, key_cache, value_cache, block_table
 # --- v2 optimized: one block per (sequence, head), thread groups over tokens -----------------------
 
 
+def head_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
+    """How one cache row (one token of one KV head) is shared out: (elements per 8-byte word PW, words
+    per row ROW_WORDS, lanes per token G, word slots per lane WL, elements per lane VEC = WL * PW).
+
+    G is the fewest lanes, a power of two (the butterfly needs one), that leave each lane at most
+    LANE_ELEMS elements: registers for q and the accumulator stay those of head_dim 128 at every size.
+    Lane gl holds words gl, gl + G, ...; where G does not divide the row (fp16 80: 20 words over 8
+    lanes, 3 slots each), the last slot is live only on lanes gl < ROW_WORDS % G and the others
+    neither load nor store it. At 32, 64 and 128 this is day 73's lane_layout."""
+    per_word = 8 // itemsize
+    row_words = head_dim // per_word
+    lanes = 1
+    while -(-row_words // lanes) * per_word > LANE_ELEMS and lanes < WARP:
+        lanes *= 2
+    words = -(-row_words // lanes)
+    return per_word, row_words, lanes, words, words * per_word
+
+
 @functools.cache
 def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
     """The optimized kernel for one (head_dim, cache dtype, block size). Numba compiles the closure's
@@ -285,9 +312,13 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
     head_dim), query, key_words, value_words (flat uint64 views of the caches), block_tables,
     context_lens, scale * log2(e), num_kv_heads)."""
     elem = np.dtype(cache_dtype).type
-    PW, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
+    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize)
+    FULL, TAIL = ROW_WORDS // G, ROW_WORDS % G  # slots every lane holds; lanes holding one more
     NG = WARP // G  # rows a warp works on side by side, one per thread group
-    TOK = max(1, min(ROW_STEP, block_size) // NG)  # rows per group per trip: 16-row trips
+    # Rows per group per trip: 16-row trips, capped so a lane keeps at most TRIP_ELEMS elements in
+    # flight, a power of two of rows so trips tile a page (head_dim 256: 2 groups of 16 lanes, 4 rows
+    # each, an 8-row trip holding the registers of 128's 16 rows; 192: 4 rows of 12, not 5).
+    TOK = max(1, min(min(ROW_STEP, block_size) // NG, 1 << (max(1, TRIP_ELEMS // VEC).bit_length() - 1)))
     TRIP = NG * TOK  # rows per warp trip (a page at block 16)
     TRIPS = (block_size + TRIP - 1) // TRIP  # trips per page
     BS, HEAD_DIM = block_size, head_dim
@@ -307,6 +338,10 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
           word w being column (gl + G * w) * PW + j. Interleaved, one warp load reads whole sectors of
           each row. q * scale and the accumulator for those columns: cuda.local.array(VEC, float32);
           loaded words: cuda.local.array(KW, uint64), read as elements through buf.view(elem).
+        - A ragged row (G does not divide ROW_WORDS: head_dim 80, 112, 120 in fp16): slot w is live
+          when w < FULL or gl < TAIL. A dead slot never loads (it would read the next head's row, or
+          past the cache): its q is 0 and its words are 0, so it adds 0 to every dot and to acc, and
+          it is not stored. With no tail (FULL == WL) the test is a constant and compiles away.
         - Warps take trips round-robin: trip = warp, warp + NUM_WARPS, ... < num_pages * TRIPS, page
           trip // TRIPS, rows from t0 = (trip % TRIPS) * TRIP. Once a trip, in 64 bits: base =
           block id * page_words (BS * num_kv_heads * ROW_WORDS) + kv_head * ROW_WORDS + gl; a row adds
@@ -345,7 +380,11 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
         v = vbuf.view(elem)
         for w in range(WL):
             for j in range(PW):
-                q[w * PW + j] = query[seq, head, (gl + G * w) * PW + j] * scale
+                # A ragged row's last slot exists on lanes gl < TAIL only (FULL == WL: always live).
+                if w < FULL or gl < TAIL:
+                    q[w * PW + j] = query[seq, head, (gl + G * w) * PW + j] * scale
+                else:
+                    q[w * PW + j] = 0.0
                 acc[w * PW + j] = 0.0
         # Finite, so a group with no token yet rescales by exp2(0) = 1, not exp2(-inf + inf).
         m = float32(NO_LOGIT)
@@ -366,8 +405,12 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
                     row = min(t0 + u * NG + grp, n_tok - 1)
                     off = base + uint64(uint32(row) * row_words)
                     for w in range(WL):
-                        kbuf[u * WL + w] = key_words[off + uint64(G * w)]
-                        vbuf[u * WL + w] = value_words[off + uint64(G * w)]
+                        if w < FULL or gl < TAIL:  # a dead slot reads nothing: zeros add nothing
+                            kbuf[u * WL + w] = key_words[off + uint64(G * w)]
+                            vbuf[u * WL + w] = value_words[off + uint64(G * w)]
+                        else:
+                            kbuf[u * WL + w] = uint64(0)
+                            vbuf[u * WL + w] = uint64(0)
                 for u in range(TOK):
                     dot = float32(0.0)
                     for e in range(VEC):
@@ -414,8 +457,9 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
         sm_l = cuda.shared.array(NUM_WARPS, float32)
         if grp == 0:
             for w in range(WL):
-                for j in range(PW):
-                    sm_acc[warp, (gl + G * w) * PW + j] = acc[w * PW + j]
+                if w < FULL or gl < TAIL:  # a dead slot's columns are past head_dim
+                    for j in range(PW):
+                        sm_acc[warp, (gl + G * w) * PW + j] = acc[w * PW + j]
         if lane == 0:
             sm_m[warp] = m
             sm_l[warp] = l
@@ -442,6 +486,9 @@ _SIG_WORDS = ("void(float32[:, :, ::1], float32[:, :, ::1], uint64[::1], uint64[
 KERNELS = {
     "naive": (paged_attention_naive_kernel, _SIG),
     "optimized": (attention_kernel(128, "float16", 16), _SIG_WORDS),  # the benchmark's shape
+    # make inspect: a ragged row (80 = 20 fp16 words over 8 lanes) and the widest (256 over 16 lanes)
+    "optimized.head80": (attention_kernel(80, "float16", 16), _SIG_WORDS),
+    "optimized.head256": (attention_kernel(256, "float16", 16), _SIG_WORDS),
 }
 
 

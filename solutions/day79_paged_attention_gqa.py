@@ -26,6 +26,7 @@ from course import launch
 from solutions.day78_paged_attention_v1 import (  # noqa: F401  (the day's contract, shared with day 78)
     BENCH_SIZES,
     ERROR_FLOOR,
+    HEAD_DIMS,
     MAX_HEAD_DIM,
     RTOL,
     VERSION_RTOL,
@@ -57,6 +58,9 @@ TEST_SIZES = (
 KERNELS = {  # the benchmark's shape: group 4 in one block
     "naive": (attention_kernel(128, "float16", 16, 1), SIG_PAGED),
     "optimized": (attention_kernel(128, "float16", 16, MAX_GROUP), SIG_PAGED),
+    # make inspect: four heads of a ragged row (80) and of the widest (256): still no spills in fp16
+    "optimized.head80": (attention_kernel(80, "float16", 16, MAX_GROUP), SIG_PAGED),
+    "optimized.head256": (attention_kernel(256, "float16", 16, MAX_GROUP), SIG_PAGED),
 }
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from course import cuda, launch
 from numba import float32
 from solutions.day78_paged_attention_v1 import Config as Day78Config
-from solutions.day78_paged_attention_v1 import ERROR_FLOOR, RTOL, VERSION_RTOL  # noqa: F401  (graders read them)
+from solutions.day78_paged_attention_v1 import ERROR_FLOOR, HEAD_DIMS, RTOL, VERSION_RTOL  # noqa: F401  (graders read them)
 from solutions.day78_paged_attention_v1 import check_inputs  # the day's problem, inputs and checks are day 78's
 from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs

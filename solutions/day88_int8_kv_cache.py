@@ -17,7 +17,7 @@ v2 optimized  dequantization fused into day 78's kernel: int8 read as 32-bit wor
               to the finished dot product and the V scale folded into the softmax weight; one block
               per (sequence, KV head) serves every query head of the GQA group, so each byte is
               loaded and unpacked once for all of them.
-quantize      a warp per row: each lane takes head_dim / 32 values, the max-abs is a 5-step
+quantize      a warp per row: each lane takes every 32nd value, the max-abs is a 5-step
               shfl_xor butterfly, lane 0 stores the scale.
 
 Napkin math (64 seqs x 32 heads over 8 KV heads x head_dim 128, context 4096, block 16): the fp16
@@ -35,7 +35,7 @@ import numpy as np
 from course import cuda, launch
 from numba import float32, int8, uint32, uint64
 from numba.types import float16
-from solutions.day78_paged_attention_v1 import LIBRARY_RTOL
+from solutions.day78_paged_attention_v1 import HEAD_DIMS, LIBRARY_RTOL
 from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, WARP, Config, cache_words, check_decode_step
 from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
@@ -176,8 +176,8 @@ def quantize(x):
     written through the slot mapping; here the rows are written in place."""
     launch.check_array("x", x, dtype=(np.float16, np.float32), ndim=3)
     tokens, kv_heads, head_dim = x.shape
-    if head_dim % WARP:
-        raise ValueError(f"x: expected head_dim a multiple of {WARP}, got shape {tuple(x.shape)}")
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"x: expected head_dim one of {', '.join(map(str, HEAD_DIMS))}, got shape {tuple(x.shape)}")
     (xd,) = launch.to_device(x)
     rows = tokens * kv_heads
     q = launch.empty((rows, head_dim), np.int8)
@@ -229,9 +229,16 @@ def naive(query, key_cache, value_cache, key_scales, value_scales, block_tables,
 def int8_kernel(head_dim: int, heads: int):
     """The fused kernel for one head_dim and up to ``heads`` query heads per block.
 
-    Lanes per row G = head_dim / 8: each lane holds two words (8 values) of a row, so q and the
-    accumulator of every head stay in 2 * heads * 8 registers whatever head_dim is."""
-    G = head_dim // VEC
+    Each lane holds two words (8 values) of a row, so q and the accumulator of every head stay in
+    2 * heads * 8 registers whatever head_dim is. LANES = head_dim / 8 lanes hold a row; the
+    butterfly needs a power of two, so a row takes G = the next power of two of them (80: 10 live
+    lanes of 16, 192: 24 of 32) and lanes gl >= LANES neither load nor store: their q and words are
+    0, adding 0 to every dot and to acc. At 32, 64, 128 and 256, G = LANES and the test compiles away."""
+    LANES = head_dim // VEC  # lanes a row's values fill
+    G = 1
+    while G < LANES:
+        G *= 2
+    RAGGED = G != LANES
     NG = WARP // G  # rows a warp works on side by side
     ROW_WORDS = head_dim // 4
     HV = heads * VEC
@@ -252,8 +259,10 @@ def int8_kernel(head_dim: int, heads: int):
         (b * block_size + r) * num_kv_heads + h. scale already includes log2(e): use math.exp2.
 
         - Lane: grp = lane // G (its row of each step), gl = lane % G (values gl * VEC .. + VEC - 1,
-          i.e. WL = 2 words). Keep q * scale and acc for each of the HEADS heads in
-          cuda.local.array(HV, float32) (head h at h * VEC), plus m, l per head (m starts NO_LOGIT).
+          i.e. WL = 2 words). Where G > LANES (RAGGED, a compile-time constant), a lane gl >= LANES
+          is dead: q 0, no load (its words 0, which unpack to 0), no store. Keep q * scale and acc
+          for each of the HEADS heads in cuda.local.array(HV, float32) (head h at h * VEC), plus m, l
+          per head (m starts NO_LOGIT).
           Heads past the group's end: compute with the last real head, never write them.
         - Warps take pages round-robin; per trip, group grp takes rows t0 + u * NG + grp (u < TOKENS):
           load all words and both scales first, clamping dead rows onto row n_tok - 1.
@@ -299,7 +308,10 @@ def int8_kernel(head_dim: int, heads: int):
         for h in range(HEADS):
             hh = min(head0 + h, head_end - 1)
             for e in range(VEC):
-                q[h * VEC + e] = query[seq, hh, gl * VEC + e] * scale
+                if not RAGGED or gl < LANES:
+                    q[h * VEC + e] = query[seq, hh, gl * VEC + e] * scale
+                else:
+                    q[h * VEC + e] = 0.0  # a dead lane (past the row): its zero words then add nothing
                 acc[h * VEC + e] = 0.0
             m[h] = NO_LOGIT
             l[h] = 0.0
@@ -314,8 +326,12 @@ def int8_kernel(head_dim: int, heads: int):
                     row = uint32(min(t0 + u * NG + grp, n_tok - 1))  # never load a dead row
                     off = base + uint64(row * row_words)
                     for w in range(WL):
-                        kbuf[u * WL + w] = key_words[off + uint64(w)]
-                        vbuf[u * WL + w] = value_words[off + uint64(w)]
+                        if not RAGGED or gl < LANES:  # a dead lane's words are the next head's
+                            kbuf[u * WL + w] = key_words[off + uint64(w)]
+                            vbuf[u * WL + w] = value_words[off + uint64(w)]
+                        else:
+                            kbuf[u * WL + w] = uint32(0)  # int8 zeros: unpack to 0.0
+                            vbuf[u * WL + w] = uint32(0)
                     soff = sbase + uint64(row * uint32(num_kv_heads))
                     ks[u] = key_scales[soff]  # G lanes, one address: a broadcast
                     vs[u] = value_scales[soff]
@@ -383,7 +399,7 @@ def int8_kernel(head_dim: int, heads: int):
         sm_acc = cuda.shared.array((NUM_WARPS, HEADS, HEAD_DIM), float32)
         sm_m = cuda.shared.array((NUM_WARPS, HEADS), float32)
         sm_l = cuda.shared.array((NUM_WARPS, HEADS), float32)
-        if grp == 0:
+        if grp == 0 and (not RAGGED or gl < LANES):  # a dead lane's columns are past head_dim
             for h in range(HEADS):
                 for e in range(VEC):
                     sm_acc[warp, h, gl * VEC + e] = acc[h * VEC + e]
@@ -437,6 +453,8 @@ _SIG_INT8 = ("void(float32[:, :, ::1], float32[:, :, ::1], uint32[::1], uint32[:
 KERNELS = {
     "naive": (dequantize_kernel, _SIG_DEQUANT),
     "optimized": (int8_kernel(128, MAX_GROUP), _SIG_INT8),  # the benchmark's head_dim and GQA group
+    "optimized.head80": (int8_kernel(80, MAX_GROUP), _SIG_INT8),  # make inspect: 10 live lanes of 16
+    "optimized.head256": (int8_kernel(256, MAX_GROUP), _SIG_INT8),  # a whole warp per row
     "quantize": (quantize_kernel, "void(int8[:, ::1], float32[::1], float16[:, ::1])"),
 }
 

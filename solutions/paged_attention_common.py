@@ -21,18 +21,22 @@ import numpy as np
 
 from course import cuda, launch
 from numba import float32, uint32, uint64
-from solutions.day73_decode_attention import ROW_STEP, cache_words, lane_layout
-from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, WARP
+from solutions.day73_decode_attention import ROW_STEP, cache_words
+from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, TRIP_ELEMS, WARP, head_layout
+
+STATIC_SHARED = 48 * 1024  # bytes of static shared memory a block may declare (sm_90 without opt-in)
 
 
-def trip_plan(heads: int, block_size: int, lanes: int) -> tuple[int, bool]:
+def trip_plan(heads: int, block_size: int, lanes: int, vec: int = 16) -> tuple[int, bool]:
     """(rows per thread group per trip, prefetch): what fits in registers, chosen by measurement on
     the H200 at head_dim 128 (day 79's lesson has the numbers): with one or two heads per block, four
     rows per group (a 16-token trip) and no prefetch; with three or four heads, q and the
     accumulators take 128 registers, so two rows per group and the next trip's loads issued before
-    this trip's arithmetic."""
+    this trip's arithmetic. ``vec``: elements of a row per lane; the rows are capped at TRIP_ELEMS
+    elements a lane, so a head of 256 (16 lanes a row) keeps 128's registers in flight, not twice."""
     groups = WARP // lanes
-    rows = max(1, min(ROW_STEP, block_size) // groups)
+    cap = 1 << (max(1, TRIP_ELEMS // vec).bit_length() - 1)  # a power of two: trips tile the page
+    rows = max(1, min(min(ROW_STEP, block_size) // groups, cap))
     if heads <= 2:
         return rows, False
     return max(1, rows // 2), True
@@ -51,8 +55,9 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
     scale * log2(e), num_kv_heads, part_pages). Each block writes its partition's normalized output
     with the partition's running max and exp-sum (base 2): with one partition that is the answer."""
     elem = np.dtype(cache_dtype).type
-    PW, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
-    TOK, PREFETCH = trip_plan(heads, block_size, G)
+    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize)
+    FULL, TAIL = ROW_WORDS // G, ROW_WORDS % G  # slots every lane holds; lanes holding one more (ragged)
+    TOK, PREFETCH = trip_plan(heads, block_size, G, VEC)
     PREFETCH = PREFETCH if prefetch is None else prefetch
     NG = WARP // G  # rows a warp works on side by side, one per thread group
     TRIP = NG * TOK  # rows per warp trip
@@ -62,16 +67,23 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
     QN, SN, SMN = HG * VEC, HG * TOK, HG * head_dim  # array sizes must be plain constants for Numba
 
     @cuda.jit(device=True, inline=True)
-    def load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words):
+    def load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, gl, row_words):
         # Every load of a trip first: 2 * TOK * WL independent 8-byte words per lane in flight. Rows
         # past the context are never read (they may hold NaN, and NaN * 0 is NaN): a dead row
         # re-reads the page's last live row, an L1 hit, and is masked out of the softmax.
+        # A ragged row's last slot (w == FULL) exists on lanes gl < TAIL only: the others read nothing
+        # (the words past the row are the next head's, or past the cache) and hold zeros, which add
+        # nothing to a dot or to acc. With no tail, FULL == WL and the test compiles away.
         for u in range(TOK):
             row = min(t0 + u * NG + grp, n_tok - 1)
             off = base + uint64(uint32(row) * row_words)
             for w in range(WL):
-                kbuf[u * WL + w] = key_words[off + uint64(G * w)]
-                vbuf[u * WL + w] = value_words[off + uint64(G * w)]
+                if w < FULL or gl < TAIL:
+                    kbuf[u * WL + w] = key_words[off + uint64(G * w)]
+                    vbuf[u * WL + w] = value_words[off + uint64(G * w)]
+                else:
+                    kbuf[u * WL + w] = uint64(0)
+                    vbuf[u * WL + w] = uint64(0)
 
     @cuda.jit(device=True, inline=True)
     def attend(q, acc, m, l, s, k, v, t0, n_tok, grp):
@@ -138,7 +150,10 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
         for hh in range(HG):
             for w in range(WL):
                 for j in range(PW):
-                    q[hh * VEC + w * PW + j] = query[seq, h0 + hh, (gl + G * w) * PW + j] * scale
+                    if w < FULL or gl < TAIL:  # a dead slot of a ragged row: q 0, nothing to add
+                        q[hh * VEC + w * PW + j] = query[seq, h0 + hh, (gl + G * w) * PW + j] * scale
+                    else:
+                        q[hh * VEC + w * PW + j] = 0.0
                     acc[hh * VEC + w * PW + j] = 0.0
             # Finite, so a group with no token yet rescales by exp2(0) = 1, not exp2(-inf + inf).
             m[hh] = NO_LOGIT
@@ -155,14 +170,14 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
                 page = trip // TRIPS
                 base = uint64(block_tables[seq, page]) * page_words + lane_words
                 load_trip(kbuf, vbuf, key_words, value_words, base, (trip % TRIPS) * TRIP,
-                          min(BS, ctx - page * BS), grp, row_words)
+                          min(BS, ctx - page * BS), grp, gl, row_words)
             while trip < end_trip:
                 nxt = trip + NW
                 if nxt < end_trip:
                     page = nxt // TRIPS
                     base = uint64(block_tables[seq, page]) * page_words + lane_words
                     load_trip(kn, vn, key_words, value_words, base, (nxt % TRIPS) * TRIP,
-                              min(BS, ctx - page * BS), grp, row_words)
+                              min(BS, ctx - page * BS), grp, gl, row_words)
                 page = trip // TRIPS
                 t0 = (trip % TRIPS) * TRIP
                 n_tok = min(BS, ctx - page * BS)
@@ -181,7 +196,7 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
                 n_tok = min(BS, ctx - page * BS)
                 if t0 < n_tok:
                     base = uint64(block_tables[seq, page]) * page_words + lane_words  # 64-bit once a trip
-                    load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, row_words)
+                    load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, gl, row_words)
                     attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
 
         # Fold the warp's NG groups (lanes gl, gl + G, ... hold the same columns): log2(NG) steps.
@@ -207,8 +222,9 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
         if grp == 0:
             for hh in range(HG):
                 for w in range(WL):
-                    for j in range(PW):
-                        sm_acc[warp, hh * HEAD_DIM + (gl + G * w) * PW + j] = acc[hh * VEC + w * PW + j]
+                    if w < FULL or gl < TAIL:  # a dead slot's columns are past head_dim
+                        for j in range(PW):
+                            sm_acc[warp, hh * HEAD_DIM + (gl + G * w) * PW + j] = acc[hh * VEC + w * PW + j]
         if lane == 0:
             for hh in range(HG):
                 sm_m[warp, hh] = m[hh]
@@ -238,8 +254,12 @@ def launch_attention(query, key_cache, value_cache, block_tables, context_lens, 
                      part_pages: int | None = None, num_warps: int = NUM_WARPS):
     """Run the kernel (inputs already checked); returns (part_out, part_max, part_sum), the first
     (num_seqs, num_heads, partitions, head_dim). part_pages=None: one partition, the whole table."""
-    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
     num_seqs, num_heads, head_dim = query.shape
+    if num_warps * heads * head_dim * 4 > STATIC_SHARED:
+        # The warps' staging area is a static shared array, and sm_90 caps those at 48 KB a block.
+        raise ValueError(f"num_warps {num_warps} x {heads} heads x head_dim {head_dim} floats of staging: "
+                         f"{num_warps * heads * head_dim * 4} B of shared memory, over {STATIC_SHARED} B")
+    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
     part_pages = part_pages or block_tables.shape[1]
     parts = math.ceil(block_tables.shape[1] / part_pages)  # the table's capacity bounds every context
     part_out = launch.empty((num_seqs, num_heads, parts, head_dim), np.float32)

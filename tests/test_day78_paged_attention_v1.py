@@ -22,6 +22,24 @@ RTOL = 5e-4
 
 test_matches_reference = g.matches_reference(rtol=RTOL)
 
+# Every head size the kernels take (vLLM's list), each over three pages of 8 with a partial last one
+# (contexts 19 and 1): 80, 112 and 120 leave a ragged last word slot on some lanes in fp16, 192 and 256
+# spread a row over 16 lanes. fp32 rows split differently (80: 40 words over 8 lanes, 120: 60 over 8).
+HEAD_DIM_SIZES = tuple(Config(2, 2, 1, d, 8, 19, "float16") for d in sol.HEAD_DIMS) \
+    + tuple(Config(1, 2, 2, d, 8, 13, "float32") for d in (80, 120, 256))
+test_every_head_size = g.matches_reference(HEAD_DIM_SIZES, rtol=RTOL)
+SUPPORTED = ", ".join(map(str, sol.HEAD_DIMS))
+
+
+@pytest.mark.parametrize("head_dim", (48, 100, 512))
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_rejects_unsupported_head_dim(version, head_dim):
+    """A head size outside the list is a ValueError naming the sizes there are, before any launch."""
+    g.require_implemented(version)
+    xs = sol.make_inputs(Config(1, 2, 1, head_dim, 8, 9, "float16"), seed=1)
+    with pytest.raises(ValueError, match=re.escape(SUPPORTED)):
+        getattr(g.target, version)(*xs)
+
 
 def _with_context(xs, s, value):
     lens = xs[4].copy()
@@ -90,6 +108,15 @@ def test_optimized_uses_warps_and_shared_memory():
         "local memory"
 
 
+@pytest.mark.parametrize("label", ["optimized.head80", "optimized.head256"])
+def test_every_head_size_stays_in_registers(label):
+    """A ragged head (80) and the widest (256) keep q, the accumulator and the loaded words in
+    registers: no stack frame, no spills (LANE_ELEMS per lane, as at 128)."""
+    rep = g.report(label)
+    assert rep.stack_bytes == 0 and rep.spill_stores == 0, \
+        f"{label}: {rep.stack_bytes} B of stack, {rep.spill_stores} B spilled: per-lane arrays in local memory"
+
+
 def load_bytes(rep) -> list[int]:
     """Bytes per global load instruction of a kernel's PTX (ld.global.v2.u16 moves 4)."""
     sizes = []
@@ -116,7 +143,12 @@ GPU_CONFIGS = (
     Config(8, 32, 8, 128, 16, 2048, "float16"),
     Config(4, 16, 2, 128, 32, 3001, "float32"),
     Config(6, 8, 1, 64, 8, 1500, "float16"),
-    Config(3, 4, 4, 96, 16, 700, "float16"),  # head_dim 96: 4 lanes per token, 12 words each
+    Config(3, 4, 4, 96, 16, 700, "float16"),  # head_dim 96: 8 lanes per token, 3 words each
+    Config(4, 8, 2, 80, 16, 1000, "float16"),  # ragged: 20 words over 8 lanes
+    Config(3, 8, 8, 120, 32, 777, "float16"),  # ragged: 30 words over 8 lanes
+    Config(2, 16, 4, 112, 8, 1500, "float32"),
+    Config(4, 8, 1, 192, 16, 2100, "float16"),  # 16 lanes per token
+    Config(4, 8, 2, 256, 16, 3000, "float16"),  # 16 lanes per token, 8-row trips
 )
 
 

@@ -4,6 +4,8 @@ The kernel is given (solutions/paged_attention_common.py); the day's work is the
 heads of a group a block takes (heads_per_block) and the two versions that launch it.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -22,6 +24,23 @@ def require_written():
     g.require_implemented("heads_per_block", *sol.VERSIONS)
 
 test_matches_reference = g.matches_reference(rtol=RTOL)
+
+# Every head size, four query heads a block (group 4: q, acc and the prefetched trip of four heads),
+# over three pages of 8 with a partial last one (contexts 19 and 1); fp32 rows of three sizes, group 2.
+HEAD_DIM_SIZES = tuple(Config(2, 4, 1, d, 8, 19, "float16") for d in sol.HEAD_DIMS) \
+    + tuple(Config(1, 4, 2, d, 8, 13, "float32") for d in (80, 120, 256))
+test_every_head_size = g.matches_reference(HEAD_DIM_SIZES, rtol=RTOL)
+SUPPORTED = ", ".join(map(str, sol.HEAD_DIMS))
+
+
+@pytest.mark.parametrize("head_dim", (48, 100, 512))
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_rejects_unsupported_head_dim(version, head_dim):
+    """A head size outside the list is a ValueError naming the sizes there are, before any launch."""
+    require_written()
+    xs = sol.make_inputs(Config(1, 4, 1, head_dim, 8, 9, "float16"), seed=1)
+    with pytest.raises(ValueError, match=re.escape(SUPPORTED)):
+        getattr(g.target, version)(*xs)
 
 test_rejects_bad_inputs = g.rejects_bad_inputs(
     sol.TEST_SIZES[1],
@@ -70,11 +89,13 @@ def test_each_page_is_read_once_per_group():
         "2 KV heads x 2 sequences = 4 blocks (group 4 fits one block)"
 
 
-def test_kernel_keeps_the_group_in_registers():
-    """q, accumulators and softmax state of up to MAX_GROUP heads stay in registers (no stack)."""
+@pytest.mark.parametrize("label", ["optimized", "optimized.head80", "optimized.head256"])
+def test_kernel_keeps_the_group_in_registers(label):
+    """q, accumulators and softmax state of up to MAX_GROUP heads stay in registers (no stack), at 128
+    and at a ragged (80) and the widest (256) head size."""
     require_written()
-    rep = g.report("optimized")
-    assert rep.stack_bytes == 0, f"{rep.stack_bytes} B of stack: the per-head arrays spilled to local memory"
+    rep = g.report(label)
+    assert rep.stack_bytes == 0, f"{label}: {rep.stack_bytes} B of stack: the per-head arrays spilled to local memory"
     assert rep.count("shfl.sync") > 0 and rep.count("bar.sync") > 0
 
 
@@ -82,6 +103,10 @@ GPU_CONFIGS = (
     Config(8, 32, 8, 128, 16, 2048, "float16"),
     Config(4, 32, 1, 128, 32, 1500, "float16"),  # MQA with 32 heads: 8 chunks per KV head
     Config(4, 16, 4, 64, 8, 999, "float32"),
+    Config(4, 32, 8, 80, 16, 1200, "float16"),  # phi-2's head size: a ragged row
+    Config(4, 16, 8, 256, 16, 2500, "float16"),  # Gemma's
+    Config(3, 12, 4, 120, 32, 900, "float16"),  # group 3, ragged
+    Config(2, 8, 2, 192, 8, 1300, "float16"),
 )
 
 

@@ -5,6 +5,8 @@ NaN in every unused cache slot) plus a partition size: 1-4 pages in the tests, s
 few dozen tokens span several partitions and the reduce kernel has real work.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,23 @@ Config = sol.Config
 RTOL = 5e-4  # float32 sums of exp-weighted rows, as on day 78
 
 test_matches_reference = g.matches_reference(rtol=RTOL)
+
+# Every head size, four query heads a block, partitions of one page of 8 over contexts 19 and 1: the
+# first sequence's three partitions, the last partial, merged by the reduce (one thread per column).
+HEAD_DIM_SIZES = tuple(Config(2, 4, 1, d, 8, 19, "float16", partition_size=8) for d in sol.HEAD_DIMS) \
+    + tuple(Config(1, 4, 2, d, 8, 13, "float32", partition_size=8) for d in (80, 120, 256))
+test_every_head_size = g.matches_reference(HEAD_DIM_SIZES, rtol=RTOL)
+SUPPORTED = ", ".join(map(str, sol.HEAD_DIMS))
+
+
+@pytest.mark.parametrize("head_dim", (48, 100, 512))
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_rejects_unsupported_head_dim(version, head_dim):
+    """A head size outside the list is a ValueError naming the sizes there are, before any launch."""
+    g.require_implemented(version)
+    xs = sol.make_inputs(Config(1, 4, 1, head_dim, 8, 9, "float16", partition_size=8), seed=1)
+    with pytest.raises(ValueError, match=re.escape(SUPPORTED)):
+        getattr(g.target, version)(*xs)
 
 
 def _replace(xs, i, value):
@@ -94,6 +113,9 @@ GPU_CONFIGS = (
     Config(4, 16, 2, 128, 32, 5001, "float32", partition_size=256),
     Config(6, 8, 1, 64, 8, 3000, "float16", partition_size=512),
     Config(3, 4, 4, 96, 16, 1200, "float16", partition_size=128),  # head_dim 96
+    Config(4, 32, 8, 80, 16, 9000, "float16", partition_size=512),  # phi-2's head size: a ragged row
+    Config(4, 16, 8, 256, 16, 9000, "float16", partition_size=1024),  # Gemma's
+    Config(2, 8, 2, 120, 32, 3001, "float16", partition_size=256),
 )
 
 

@@ -40,6 +40,31 @@ def test_naive_matches_its_fp16_copy(n):
     assert report.ok, f"{report.text}\n  (inputs: make_inputs({n!r}, seed={seed}))"
 
 
+# Every head size: a row fills head_dim / 8 lanes, rounded up to a power of two (80: 10 live lanes
+# of 16), four query heads a block, contexts 19 and 1 over three pages of 8 with a partial last one.
+HEAD_DIM_SIZES = tuple(Config(2, 4, 1, d, 8, 19, "int8") for d in sol.HEAD_DIMS)
+test_every_head_size = g.matches_reference(HEAD_DIM_SIZES, rtol=sol.RTOL, versions=("optimized",))
+
+
+@pytest.mark.parametrize("n", HEAD_DIM_SIZES[2:3] + HEAD_DIM_SIZES[-1:], ids=["head80", "head256"])
+def test_naive_at_other_head_sizes(n):
+    """naive is day 78's kernel over the fp16 copy: a ragged head (80) and the widest (256)."""
+    g.require_implemented("naive")
+    xs, seed = g.inputs(n, "naive")
+    report = checking.compare(g.target.naive(*xs), fp16_copy_reference(*xs), rtol=5e-4, name=f"naive(n={n})")
+    assert report.ok, f"{report.text}\n  (inputs: make_inputs({n!r}, seed={seed}))"
+
+
+@pytest.mark.parametrize("head_dim", (48, 100, 512))
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_rejects_unsupported_head_dim(version, head_dim):
+    """A head size outside the list is a ValueError naming the sizes there are, before any launch."""
+    g.require_implemented(version)
+    xs = sol.make_inputs(Config(1, 4, 1, head_dim, 8, 9, "int8"), seed=1)
+    with pytest.raises(ValueError, match=re.escape(", ".join(map(str, sol.HEAD_DIMS)))):
+        getattr(g.target, version)(*xs)
+
+
 def _with(xs, i, value):
     return xs[:i] + (value,) + xs[i + 1:]
 
@@ -61,7 +86,8 @@ test_rejects_bad_inputs = g.rejects_bad_inputs(
 
 # --- quantize -------------------------------------------------------------------------------------
 
-QUANT_SHAPES = ((37, 2, 128, "float16"), (50, 1, 32, "float32"), (9, 3, 64, "float16"))
+QUANT_SHAPES = ((37, 2, 128, "float16"), (50, 1, 32, "float32"), (9, 3, 64, "float16"), (11, 2, 80, "float16"),
+                (5, 2, 120, "float32"), (6, 1, 256, "float16"))
 
 
 @pytest.mark.parametrize("shape", QUANT_SHAPES, ids=[str(s) for s in QUANT_SHAPES])
@@ -171,14 +197,17 @@ GPU_CONFIGS = (
     Config(8, 32, 8, 128, 16, 2048, "int8"),
     Config(4, 16, 2, 128, 32, 3001, "int8"),
     Config(6, 8, 1, 64, 8, 1500, "int8"),
-    Config(3, 12, 4, 96, 16, 700, "int8"),  # head_dim 96: 12 lanes per row would not divide a warp
+    Config(3, 12, 4, 96, 16, 700, "int8"),  # head_dim 96: 12 live lanes of 16
+    Config(4, 32, 8, 80, 16, 1200, "int8"),  # 10 live lanes of 16
+    Config(2, 16, 4, 192, 8, 1500, "int8"),  # 24 live lanes of 32
+    Config(4, 16, 8, 256, 16, 2100, "int8"),  # a whole warp per row
 )
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cfg", GPU_CONFIGS[:3], ids=[str(tuple(c)) for c in GPU_CONFIGS[:3]])
+@pytest.mark.parametrize("cfg", GPU_CONFIGS, ids=[str(tuple(c)) for c in GPU_CONFIGS])
 def test_large_on_gpu(cfg):
-    """head_dim 128, thousands of tokens, block sizes 8-32: the optimized kernel against the reference,
+    """Every head size class, thousands of tokens, block sizes 8-32: the optimized kernel against the reference,
     and naive against its fp16 copy."""
     g.run_and_compare("optimized", cfg, rtol=sol.RTOL)
     xs, seed = g.inputs(cfg, "naive-gpu")

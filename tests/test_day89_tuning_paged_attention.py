@@ -7,6 +7,7 @@ are days 78 and 81's; the day's work is the launch (paged_attention) and the tun
 """
 
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -26,6 +27,42 @@ def require_written():
 
 
 test_matches_reference = g.matches_reference(rtol=RTOL)
+
+# Every head size, four query heads a block, contexts 19 and 1 over pages of 8 (the tuned launch
+# splits them in the simulator); fp32 rows of three sizes.
+HEAD_DIM_SIZES = tuple(Config(2, 4, 1, d, 8, 19, "float16") for d in sol.HEAD_DIMS) \
+    + tuple(Config(1, 4, 2, d, 8, 13, "float32") for d in (80, 120, 256))
+_every_head_size = g.matches_reference(HEAD_DIM_SIZES, rtol=RTOL)
+
+
+@functools.wraps(_every_head_size)
+def test_every_head_size(version, n):
+    require_written()
+    _every_head_size(version, n)
+
+
+HEAD_KNOBS = [(80, 8, 1), (80, 16, 4), (120, 0, 2), (256, 8, 2), (256, 24, 4)]
+
+
+@pytest.mark.parametrize("head_dim,partition,warps", HEAD_KNOBS,
+                         ids=[f"head{d}-partition{p}-warps{w}" for d, p, w in HEAD_KNOBS])
+def test_head_sizes_with_every_knob(head_dim, partition, warps):
+    """A ragged row (80, 120) and the widest (256) under splits of 1 to 3 pages and 1 to 4 warps."""
+    require_written()
+    xs, seed = g.inputs(Config(2, 4, 2, head_dim, 8, 21, "float16"), "head-knobs", partition, warps)
+    got = g.target.paged_attention(*xs, partition=partition, num_warps=warps)
+    checking.assert_matches(got, sol.reference(*xs), rtol=RTOL, floor=sol.ERROR_FLOOR,
+                            name=f"head_dim {head_dim}, partition {partition}, {warps} warps (seed {seed})")
+
+
+@pytest.mark.parametrize("head_dim", (48, 100, 512))
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_rejects_unsupported_head_dim(version, head_dim):
+    """A head size outside the list is a ValueError naming the sizes there are, before any launch."""
+    require_written()
+    xs = sol.make_inputs(Config(1, 4, 1, head_dim, 8, 9, "float16"), seed=1)
+    with pytest.raises(ValueError, match=re.escape(", ".join(map(str, sol.HEAD_DIMS)))):
+        getattr(g.target, version)(*xs)
 
 
 def _with_context(xs, s, value):
@@ -124,6 +161,9 @@ GPU_CONFIGS = (
     Config(4, 32, 8, 128, 16, 16384, "float16"),  # the tuned launch splits: 32 blocks per partition
     Config(2, 8, 2, 128, 32, 5001, "float32"),
     Config(3, 16, 4, 64, 8, 3000, "float16"),
+    Config(8, 32, 8, 80, 16, 16384, "float16"),  # phi-2's head size: a ragged row
+    Config(8, 16, 8, 256, 16, 16384, "float16"),  # Gemma's
+    Config(2, 12, 4, 120, 32, 5001, "float16"),
 )
 
 
