@@ -71,7 +71,7 @@ def test_naive_column_reads_conflict_32_ways():
         "a column conflicts 32 ways (16.5 on average with the conflict-free row stores)")
 
 
-@pytest.mark.parametrize("version", TILED)
+@pytest.mark.parametrize("version", ("padded", "swizzled"))
 def test_tile_columns_are_read_without_conflicts(version):
     t = g.traffic(version, WHOLE_TILES)
     assert t.shared_requests > 0, f"{version}: no shared-memory requests: stage the tile in shared memory"
@@ -80,13 +80,45 @@ def test_tile_columns_are_read_without_conflicts(version):
         "column still share banks (pad each row by one word, or keep element (r, c) at column c ^ r)")
 
 
+def _least_wavefronts(n):
+    """Every element goes into the tile once and out once, 128 bytes a wavefront at best."""
+    (x,), _ = g.inputs(n, "least")
+    return 2 * x.nbytes // 128
+
+
+def test_optimized_tile_has_no_conflicts():
+    """Whatever the access width (a 16-byte request of 32 lanes is 512 bytes: 4 wavefronts at least),
+    the shared tile's wavefronts add up to the least its bytes need: no request pays for a conflict."""
+    t = g.traffic("optimized", WHOLE_TILES)
+    least = _least_wavefronts(WHOLE_TILES)
+    assert t.shared_requests > 0, "optimized: no shared-memory requests: stage the tile in shared memory"
+    assert t.shared_wavefronts <= 1.1 * least, (
+        f"optimized: {t.shared_wavefronts} shared wavefronts for a tile that needs {least} (each element "
+        "stored once and read once, 128 bytes a wavefront): some requests conflict")
+
+
 @pytest.mark.parametrize("version", sol.VERSIONS)
 def test_global_memory_is_coalesced_both_ways(version):
-    """A warp reads one 128-byte row of x and writes one 128-byte row of out: 4 sectors a request."""
+    """Every sector moved carries 32 useful bytes: a warp reads whole 128-byte runs of x's rows and
+    writes whole runs of out's rows (4 sectors a request for 4-byte lanes, 16 for 16-byte ones)."""
     t = g.traffic(version, WHOLE_TILES)
-    assert t.sectors_per_load <= 4.0 and t.sectors_per_store <= 4.0, (
-        f"{version}: {t.sectors_per_load:.1f} sectors per load, {t.sectors_per_store:.1f} per store: "
-        "a warp should read a row of the tile from x and write a row of out")
+    (x,), _ = g.inputs(WHOLE_TILES, "least")
+    assert t.global_load_sectors * 32 <= x.nbytes and t.global_store_sectors * 32 <= x.nbytes, (
+        f"{version}: {t.global_load_sectors * 32} bytes of sectors loaded and {t.global_store_sectors * 32} "
+        f"stored for {x.nbytes} bytes each way ({t.sectors_per_load:.1f} sectors per load request, "
+        f"{t.sectors_per_store:.1f} per store): a warp should read a row of the tile from x and write a row "
+        "of out")
+
+
+def test_optimized_moves_16_bytes_a_lane():
+    """The optimized kernel's global loads and stores are 16-byte vectors (course.wide): a warp's
+    request carries 512 bytes, a quarter of the instructions of 4-byte lanes."""
+    import re
+
+    ptx = g.report("optimized").ptx
+    assert re.search(r"\bld(?:\.global)?(?:\.nc)?\.v4\.", ptx), (
+        "optimized: no 16-byte global load: read x with wide.load4")
+    assert re.search(r"\bst(?:\.global)?\.v4\.", ptx), "optimized: no 16-byte global store: write out with wide.store4"
 
 
 def _traffic_f64(version):
@@ -108,7 +140,7 @@ def test_float64_plain_tile_conflicts():
         f"naive, float64: {t.wavefronts_per_request:.2f} wavefronts per request, expected the 32-way conflict")
 
 
-@pytest.mark.parametrize("version", TILED)
+@pytest.mark.parametrize("version", TILED)  # optimized: the padded kernel on 8-byte elements
 def test_float64_tiles_reach_the_two_wavefront_minimum(version):
     """32 lanes x 8 bytes = 256 bytes: two wavefronts is the least a request can take; one spare
     element a row (or the xor swizzle) gets there."""
@@ -121,7 +153,8 @@ def test_float64_tiles_reach_the_two_wavefront_minimum(version):
 
 @pytest.mark.gpu
 def test_optimized_at_benchmark_scale():
-    g.run_and_compare("optimized", (4099, 8191))
+    g.run_and_compare("optimized", (4099, 8191))  # rows off the 16-byte grid: the padded kernel
+    g.run_and_compare("optimized", (4100, 8196))  # the 16-byte path with ragged regions both ways
     g.run_and_compare("padded", (8191, 33))
     g.run_and_compare("swizzled", (1, (1 << 22) + 3))
     g.run_and_compare("optimized", ((1 << 22) + 3, 1))  # 131073 row tiles: past a 2-D grid's 65535

@@ -43,15 +43,16 @@ def test_skewed_bytes(version):
 
 
 def test_optimized_over_several_blocks_and_trips():
-    """More words than one pass of the grid: each thread takes a pair of words, then a single one, and
-    a ragged tail of bytes past the last whole word."""
-    n = 3 * sol.BLOCKS_PER_SM * sol.OPT_THREADS * sol.WORD + 5 * sol.WORD + 3
+    """More chunks than one pass of the grid: each thread takes LOADS chunks at once, then single
+    ones (a few threads a second full trip), and a ragged tail of bytes past the last whole chunk."""
+    threads = sol.BLOCKS_PER_SM * sol.OPT_THREADS  # the simulator's grid: one SM
+    n = (sol.LOADS + 1) * threads * sol.CHUNK + 5 * sol.CHUNK + 3
     g.run_and_compare("optimized", n)
 
 
 def test_optimized_device_view_at_an_odd_offset():
-    """A device view that starts 3 bytes into its allocation: the bytes before the first aligned word
-    are counted too (on a GPU a misaligned uint64 load would fault)."""
+    """A device view that starts 3 bytes into its allocation: the bytes before the first aligned chunk
+    are counted too (on a GPU a misaligned 16-byte load would fault; the simulator raises)."""
     g.require_implemented("optimized")
     (buf,) = sol.make_inputs(1000, seed=3)
     out = g.target.optimized(cuda.to_device(buf)[3:])
@@ -74,8 +75,8 @@ def test_privatized_versions_count_in_shared_memory():
 
 
 def test_optimized_reads_wide_words():
-    """Coarsened: the bytes arrive as 4- or 8-byte words, so a warp's load request carries 128 or 256
-    bytes (4 or 8 sectors) instead of 32 (1 sector)."""
+    """Coarsened: the bytes arrive as 4-, 8- or 16-byte words, so a warp's load request carries 128 to
+    512 bytes (4 to 16 sectors) instead of 32 (1 sector)."""
     rep = g.report("optimized")
     assert _WIDE_LOAD.search(rep.ptx), "optimized: no 32- or 64-bit global load: read the bytes as words"
     opt = g.traffic("optimized")

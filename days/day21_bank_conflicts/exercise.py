@@ -3,7 +3,7 @@
 out = x.T as a new C-contiguous array: out[c, r] = x[r, c] for x (rows, cols) float32; the same
 kernels move float64 through ``transpose_f64(x, version)``.
 
-Every version is one tiled transpose: a block of 32 x 8 threads owns a 32 x 32 tile. Each warp reads
+Versions 1-3 are one tiled transpose: a block of 32 x 8 threads owns a 32 x 32 tile. Each warp reads
 one 128-byte row of the tile from x (coalesced) and stores it as a row of a shared tile; after one
 barrier each warp reads a *column* of the shared tile and writes it as a 128-byte row of out
 (coalesced). Only the layout of the shared tile changes from version to version:
@@ -16,10 +16,15 @@ v2 padded     tile (32, 33): one spare word a row shifts row r to start at bank 
 v3 swizzled   tile (32, 32), element (r, c) kept at column c ^ r: each row holds a permutation of
               itself (stores stay conflict-free) and a column's 32 elements sit in 32 different
               banks. No wasted word; one XOR on every shared address.
-v4 optimized  the padded tile (a thread's four shared addresses are one base plus constants that fold
-              into the instruction, where the swizzle needs an XOR each), and interior tiles (every
-              tile at 8192 x 8192) staged and written with unsigned indices and no guards: only the
-              ragged right and bottom edges pay for bounds checks.
+v4 optimized  16-byte accesses both ways (course.wide) through a tile kept *transposed*: a thread
+              loads 4 consecutive floats of a row of x (ld.global.v4), stores them down a column of
+              tile[c, s] (4 scalar st.shared), and after the barrier reads 4 consecutive floats of a
+              tile row (ld.shared.v4) and writes them as 4 consecutive floats of a row of out
+              (st.global.v4). Padding cannot serve a 16-byte read (a 33-word row does not start on a
+              16-byte boundary): the swizzle moves whole 16-byte chunks instead, element (c, s) at
+              column s ^ (c & 28). Blocks of 256 threads move 64 x 32 regions (2 loads in flight a
+              thread). Shapes whose rows or columns are not a multiple of 4 (rows off the 16-byte
+              grid), and float64, take the padded kernel.
 
 8-byte elements: the banks are 4 bytes wide and a float64 covers two, so 32 lanes x 8 bytes = 256
 bytes = 2 wavefronts at least. In the (32, 32) float64 tile a column's elements sit 64 words apart,
@@ -38,6 +43,12 @@ no margin; padded or swizzled, 128. Bytes in flight: each thread issues its 4 lo
 barrier; 8 blocks an SM (2048 threads) keep 32 KB of loads in flight an SM, about what ~4.8 TB/s
 of HBM3e at ~700 ns needs (~25 KB an SM). One tile per block: a grid-stride loop over tiles would
 need a second barrier per tile (the next tile overwrites this one before its columns are read).
+v4: a 32 x 32 tile takes 8 + 32 + 8 + 8 = 56 memory instructions a block (16-byte global loads,
+scalar shared stores, 16-byte shared reads, 16-byte global stores) instead of 128; 32 bytes in
+flight a thread, 64 KB an SM; the same 64 wavefronts a tile. Measured on the H200: one tile a block
+(16 bytes in flight a thread) 153 us, two 141 us (89 % of the copy rate), four no better. Taking the
+blocks in bands down x (so that the blocks in flight write longer runs of out's rows) gained nothing:
+the ~8 MB those blocks write at a time sit in the 50 MB L2, which drains them to DRAM in its own order.
 
 What you write (each raises NotImplementedError with its hint until you do):
   transpose_naive_kernel      day 20's tiled transpose: rows of x into a (TILE, TILE) tile, barrier, its columns out
@@ -45,22 +56,24 @@ What you write (each raises NotImplementedError with its hint until you do):
   transpose_padded_kernel     the naive kernel with a (TILE, PADDED_ROW) tile (15 lines)
   transpose_swizzled_kernel   the naive kernel with element (r, c) kept at tile[r, c ^ r], written and read there
                               (15 lines)
-  transpose_optimized_kernel  the padded tile; interior tiles with unsigned indices and no guards, edge tiles as in
-                              padded (28 lines)
+  transpose_optimized_kernel  16-byte loads of x, their 4 elements into a transposed, chunk-swizzled tile, barrier,
+                              16-byte stores out (32 lines)
 Everything else in this file is given. Grade with:  make check DAY=21
 """
 
 import numpy as np
 
-from course import cuda, launch
-from numba import int64, uint32, uint64  # numba names only after the course import
+from course import cuda, launch, wide
+from numba import float32, int64, uint32  # numba names only after the course import
 
 TITLE = "Bank conflicts: padded and swizzled tiles"
 MEMORY_SPACE = "shared"
 VERSIONS = ("naive", "padded", "swizzled", "optimized")
 # (rows, cols): one element, a single row and a single column (primes), tiles -1/+1, a prime shape
-# with interior and ragged tiles, and whole tiles last (the traffic counted at TEST_SIZES[-1]).
-TEST_SIZES = ((1, 1), (1, 67), (67, 1), (31, 33), (33, 31), (67, 97), (64, 96))
+# with interior and ragged tiles, multiples of 4 with ragged regions (optimized's 16-byte path: one
+# row of chunks, one chunk a row, both edges ragged), and whole tiles last (the traffic counted at
+# TEST_SIZES[-1]).
+TEST_SIZES = ((1, 1), (1, 67), (67, 1), (31, 33), (33, 31), (67, 97), (4, 36), (100, 4), (36, 100), (64, 96))
 BENCH_SIZES = ((8192, 8192),)  # 268 MB in, 268 MB out: nine times the 60 MB L2
 BOUND = "memory"
 RTOL = 0.0  # a transpose moves bits: exact
@@ -70,6 +83,14 @@ BLOCK_ROWS = 8  # 32 x 8 threads, each moving TILE // BLOCK_ROWS = 4 elements of
 THREADS = (TILE, BLOCK_ROWS)
 PER_THREAD = TILE // BLOCK_ROWS
 PADDED_ROW = TILE + 1  # words a row of the padded tile: the spare one shifts each row by a bank
+
+# optimized: 16-byte accesses (course.wide), float32 shapes whose rows and columns are multiples of 4.
+VEC = 4  # float32 elements a 16-byte access: a warp's request moves 512 bytes instead of 128
+OPT_TILES = 2  # 32 x 32 tiles a block, stacked down x's rows: a block's region is OPT_ROWS x TILE
+OPT_ROWS = OPT_TILES * TILE
+OPT_THREADS = 256  # threads a block, 1-D; 8 blocks an SM fill its 2048 threads
+LOAD_STEPS = OPT_ROWS * TILE // VEC // OPT_THREADS  # 16-byte loads a thread, all in flight at once
+assert LOAD_STEPS * OPT_THREADS * VEC == OPT_ROWS * TILE and OPT_THREADS % 32 == 0, "threads must split the region"
 
 
 def make_inputs(n, seed: int = 0):
@@ -133,14 +154,38 @@ def transpose_swizzled_kernel(x, out):
                               "there (15 lines)")
 
 
+@cuda.jit(device=True)
+def region_origin(cols):
+    """(r0, c0): the first row and column of x in this block's OPT_ROWS x TILE region, the regions
+    numbered row by row over a 1-D grid, as tile_origin numbers the tiles."""
+    tiles_c = uint32((cols + TILE - 1) // TILE)
+    b = uint32(cuda.blockIdx.x)
+    tr = b // tiles_c  # a 32-bit divide, once a thread
+    return int64(tr) * OPT_ROWS, int64(b - tr * tiles_c) * TILE
+
+
 @cuda.jit
 def transpose_optimized_kernel(x, out):
-    """The padded kernel, and when the whole tile lies inside x (r0 + TILE <= rows and
-    c0 + TILE <= cols: every tile but the ragged right and bottom edges) staged and written back with
-    uint64 indices and no clamps or guards; edge tiles take the padded kernel's clamped loads and
-    guarded stores. One barrier between the two halves."""
-    raise NotImplementedError("Day 21: the padded tile; interior tiles with unsigned indices and no guards, edge tiles "
-                              "as in padded (28 lines)")
+    """16-byte accesses both ways (course.wide), through a tile kept transposed and swizzled in
+    16-byte chunks. Threads (OPT_THREADS,), t = threadIdx.x; the block's region of x is OPT_ROWS =
+    OPT_TILES * TILE rows by TILE columns at (r0, c0) = region_origin(cols); rows and cols are
+    multiples of 4 (the host sends other shapes to the padded kernel), so a 4-element chunk is either
+    wholly inside x or wholly outside.
+
+    1. tile = cuda.shared.array((TILE, OPT_ROWS), float32, alignment=16): tile[c, s] holds
+       x[r0 + (s ^ (c & 28)), c0 + c]: the region transposed, each row's 16-byte chunks permuted by
+       c & 28 (an xor on bits 2..4 of s, so chunks stay whole).
+    2. Load: chunk k = t + OPT_THREADS * step, for step in range(LOAD_STEPS), is row r = k // 8,
+       columns q = 4 (k % 8) .. q + 3 of the region: v = wide.load4(x, r0 + r, c0 + q) (clamped to
+       the last row / chunk on edge regions). All the loads first, then the stores:
+       tile[q + i, r ^ q] = v[i] for i = 0..3.
+    3. cuda.syncthreads().
+    4. Store: chunk k is row c = k // (OPT_ROWS // 4) of out's region, its elements s = 4 (k % (OPT_ROWS
+       // 4)) .. s + 3: wide.store4(out, c0 + c, r0 + s, wide.load4(tile, c, s ^ (c & 28))), guarded
+       (c0 + c < cols and r0 + s < rows).
+    """
+    raise NotImplementedError("Day 21: 16-byte loads of x, their 4 elements into a transposed, chunk-swizzled tile, "
+                              "barrier, 16-byte stores out (32 lines)")
 
 
 _SIG = "void(float32[:, ::1], float32[:, ::1])"
@@ -153,8 +198,17 @@ _KERNEL = {
 }
 KERNELS = {
     **{v: (k, _SIG) for v, k in _KERNEL.items()},
-    **{f"{v}.f64": (k, _SIG64) for v, k in _KERNEL.items()},  # the same kernel on 8-byte elements
+    # the same kernels on 8-byte elements; optimized's 16-byte path is float32 only, float64 takes
+    # the padded kernel (one 8-byte element a lane is already 256 bytes a request)
+    **{f"{v}.f64": (k, _SIG64) for v, k in _KERNEL.items() if v != "optimized"},
 }
+
+
+def _aligned16(d) -> bool:
+    """True when a device array starts on a 16-byte boundary (the simulator's stand-in keeps a NumPy
+    array, whose address it checks wide accesses against)."""
+    cai = getattr(d, "__cuda_array_interface__", None)
+    return (cai["data"][0] if cai is not None else d.__array_interface__["data"][0]) % 16 == 0
 
 
 def _transpose(version, x, dtype):
@@ -162,9 +216,20 @@ def _transpose(version, x, dtype):
     (d_x,) = launch.to_device(x)
     rows, cols = x.shape
     out = launch.empty((cols, rows), x.dtype)  # (cols, rows)
-    tiles = launch.blocks(rows, TILE) * launch.blocks(cols, TILE) if rows and cols else 0
-    if tiles:
-        _KERNEL[version][tiles, THREADS](d_x, out)  # one block a tile: 1-D, so any shape fits the grid
+    if not (rows and cols):
+        return launch.result(out, x)
+    wide_ok = (version == "optimized" and dtype == np.float32 and rows % VEC == 0 and cols % VEC == 0
+               and _aligned16(d_x) and _aligned16(out))
+    if wide_ok:
+        # one block an OPT_ROWS x TILE region, 1-D: any shape fits the grid
+        regions = launch.blocks(rows, OPT_ROWS) * launch.blocks(cols, TILE)
+        transpose_optimized_kernel[regions, OPT_THREADS](d_x, out)
+    else:
+        # A row of x or of out whose length is not a multiple of 4 elements starts rows off the
+        # 16-byte grid, and float64 has no 4-wide access: the padded tile, 4-byte or 8-byte lanes.
+        kernel = transpose_padded_kernel if version == "optimized" else _KERNEL[version]
+        tiles = launch.blocks(rows, TILE) * launch.blocks(cols, TILE)
+        kernel[tiles, THREADS](d_x, out)  # one block a tile: 1-D, so any shape fits the grid
     return launch.result(out, x)
 
 
@@ -186,7 +251,8 @@ def optimized(x):
 
 def transpose_f64(x, version="optimized"):
     """x.T for x float64 (rows, cols), through the kernel of ``version`` (one of VERSIONS): the same
-    kernels, their tile float64 because x is (8-byte words: two banks an element)."""
+    kernels, their tile float64 because x is (8-byte words: two banks an element); optimized takes
+    the padded kernel, its 16-byte path being float32 only."""
     if version not in _KERNEL:
         raise ValueError(f"version: expected one of {', '.join(_KERNEL)}, got {version!r}")
     return _transpose(version, x, np.float64)

@@ -11,35 +11,40 @@ v2 privatized  one element per thread still, but each block counts into its own 
                thread the merge is still ~0.63 global atomics per byte on uniform data: the counting
                moved on chip, the global atomics did not go away yet.
 v3 optimized   privatized + coarsened: a grid sized to the GPU (4 blocks of 512 per SM) reads the
-               bytes as uint64 words in a grid-stride loop (two words in flight per thread a trip,
-               the < 16 bytes outside whole words counted byte by byte), into 32 copies of every bin
-               (bin b, copy = lane at shared word 32 b + lane: a warp's 32 atomics always fall in 32
-               different banks and 32 different words, whatever the bytes are), merged with 256
-               global atomics per block: ~528 blocks x 256 instead of one per byte.
+               bytes as 16-byte chunks (four uint32 words, one ld.global.v4 a lane: 512 bytes a
+               warp's request) in a grid-stride loop, LOADS = 2 chunks issued per thread before
+               the first atomic (32 bytes in flight a thread), the < 32 bytes outside whole chunks
+               counted byte by byte, into 32 copies of every bin (bin b, copy = lane at shared word
+               32 b + lane: a warp's 32 atomics always fall in 32 different banks and 32 different
+               words, whatever the bytes are), merged with 256 global atomics per block: ~528
+               blocks x 256 instead of one per byte.
 
 Napkin math (n = 2^28 bytes): 268 MB read, 1 KB written: 64 us at the H200's ~4.2 TB/s copy rate, and
 the target (70 % of it) is ~91 us. That is 2^28 / 132 SMs / (91 us x 1.98 GHz) = ~11 bytes per SM per
 clock: one shared atomic per byte, so ~0.35 warp-wide atomics per SM per clock, each a single
 conflict-free wavefront in the replicated layout, plus ~3 integer instructions per byte to extract it
 and form its address (~1.1 warp-instructions per clock of the 4 the SM can issue). Bytes in flight:
-16 per thread x 2048 threads = 32 KB per SM, enough to cover DRAM latency at 11 bytes a clock. The
-shared bins take 32 KB per block (4 blocks: 128 KB of the SM's 228 KB). The merge reads each copy
-rotated by the thread's bin, so it too is conflict-free. cupy.bincount runs at ~2.2 % of the copy
+a thread loads a chunk, then spends 16 atomics on it before its next load leaves, so what is in
+flight is what it loads at once: 8-byte words two at a time gave 16 bytes a thread, 32 KB an SM,
+~1.5 us of the ~11 bytes a clock, about one loaded DRAM latency and no margin; two 16-byte chunks
+give 64 KB (~3 us), and half the load instructions. The shared bins take 32 KB per block (4
+blocks: 128 KB of the SM's 228 KB). The merge reads each copy rotated by the thread's bin, so it too
+is conflict-free. cupy.bincount runs at ~2.2 % of the copy
 rate on this job: the target is the machine, not the library.
 
 What you write (each raises NotImplementedError with its hint until you do):
   hist_naive_kernel       one global atomic per byte, guarded (3 lines)
   hist_privatized_kernel  zero the block's shared bins, barrier, count with shared atomics, barrier, merge bin t (11
                           lines)
-  count_word              split w into two uint32 halves, then 4 bytes each: one shared atomic per byte (6 lines)
-  hist_coarsened_kernel   zero the replicated bins, barrier, count the edge bytes and the words, barrier, merge (31
-                          lines)
+  count_word              shift and mask out each of the 4 bytes: one shared atomic per byte (2 lines)
+  hist_coarsened_kernel   zero the replicated bins, barrier, count the edge bytes and the 16-byte chunks, barrier,
+                          merge (38 lines)
 Everything else in this file is given. Grade with:  make check DAY=22
 """
 
 import numpy as np
 
-from course import cuda, launch
+from course import cuda, launch, wide
 from numba import int32, uint32, uint64  # numba names only after the course import
 
 TITLE = "Histogram: privatized shared-memory bins"
@@ -51,7 +56,8 @@ BOUND = "memory"
 
 BINS = 256
 THREADS = 256  # naive, privatized: one bin per thread in the privatized zeroing and merge
-WORD = 8  # bytes per load in the optimized version: uint64 words
+CHUNK = 16  # bytes per load in the optimized version: four uint32 words (course.wide.load4)
+LOADS = 2  # 16-byte loads a thread issues before counting any of them: 32 bytes in flight
 OPT_THREADS = 512  # optimized: 16 warps share one replicated histogram
 COPIES = 32  # copies of every bin, one per lane: shared word COPIES * bin + lane
 SLOTS = BINS * COPIES  # 8192 shared words, 32 KB per block
@@ -110,31 +116,32 @@ def hist_privatized_kernel(data, hist):
 
 @cuda.jit(device=True)
 def count_word(bins, w, slot):
-    """Count the 8 bytes of the uint64 word w into the replicated bins: byte b goes to shared word
+    """Count the 4 bytes of the uint32 word w into the replicated bins: byte b goes to shared word
     COPIES * b + slot (slot = the thread's lane), with cuda.atomic.add."""
-    raise NotImplementedError("Day 22: split w into two uint32 halves, then 4 bytes each: one shared atomic per byte "
-                              "(6 lines)")
+    raise NotImplementedError("Day 22: shift and mask out each of the 4 bytes: one shared atomic per byte (2 lines)")
 
 
 @cuda.jit
 def hist_coarsened_kernel(data, words, head, hist):
     """Blocks of OPT_THREADS = 512 threads, a grid sized to the GPU; data (n,) uint8 is also seen as
-    words (nw,) uint64 = data[head : head + 8 nw] (head < 8 bytes before the first aligned word).
+    words (4 nv,) uint32 = data[head : head + 16 nv] (head < 16 bytes before the first 16-byte-aligned
+    address): nv chunks of 16 bytes, chunk i = words[4 i : 4 i + 4].
 
-    1. bins = cuda.shared.array(SLOTS, int32), SLOTS = BINS * COPIES: COPIES = 32 copies of every bin, bin b's copy
-       for lane l at word COPIES * b + l, so a warp's 32 atomics hit 32 banks and 32 addresses
-       whatever the bytes are. Zero all 8192 words (a block-strided loop), cuda.syncthreads().
+    1. bins = cuda.shared.array(SLOTS, int32), SLOTS = BINS * COPIES: COPIES = 32 copies of every bin,
+       bin b's copy for lane l at word COPIES * b + l, so a warp's 32 atomics hit 32 banks and 32
+       addresses whatever the bytes are. Zero all 8192 words (a block-strided loop),
+       cuda.syncthreads().
     2. Thread g = cuda.grid(1) counts data[g] if g < head and data[tail + g] if tail + g < n
-       (tail = head + 8 nw): the bytes outside whole words.
-    3. A grid-stride loop over the words with uint64 indices: load words[i] and words[i + stride]
-       before counting either (two loads in flight), then count_word(bins, w, lane) each; one last
-       single word when only i is in range.
+       (tail = head + 16 nv): the bytes outside whole chunks.
+    3. A grid-stride loop over the chunks with uint64 indices, LOADS chunks a trip (i, i + stride,
+       ...): wide.load4 all of them first (LOADS x 16 bytes in flight), then count_word(bins, w, lane)
+       on each of their words; then single chunks while i < nv.
     4. cuda.syncthreads(), then thread t < BINS sums bin t's 32 copies (copy (c + t) % 32 at step c,
        so the lanes of a warp read 32 different banks) and adds the sum to hist[t] with one global
        atomic (skip it when 0).
     """
-    raise NotImplementedError("Day 22: zero the replicated bins, barrier, count the edge bytes and the words, barrier, "
-                              "merge (31 lines)")
+    raise NotImplementedError("Day 22: zero the replicated bins, barrier, count the edge bytes and the 16-byte chunks, "
+                              "barrier, merge (38 lines)")
 
 
 _SIG = "void(uint8[::1], int32[::1])"
@@ -142,7 +149,7 @@ KERNELS = {
     "naive": (hist_naive_kernel, _SIG),
     "naive.zero": (zero_bins_kernel, "void(int32[::1])"),
     "privatized": (hist_privatized_kernel, _SIG),
-    "optimized": (hist_coarsened_kernel, "void(uint8[::1], uint64[::1], int64, int32[::1])"),
+    "optimized": (hist_coarsened_kernel, "void(uint8[::1], uint32[::1], int64, int32[::1])"),
 }
 
 
@@ -157,9 +164,11 @@ def _zeroed_bins():
 
 
 def _misaligned_bytes(d) -> int:
-    """Bytes before the first 8-byte-aligned address of a device array (0 in the simulator)."""
+    """Bytes before the first 16-byte-aligned address of a device array (the simulator's stand-in
+    keeps a NumPy array, whose address it checks wide accesses against)."""
     cai = getattr(d, "__cuda_array_interface__", None)
-    return 0 if cai is None else (-cai["data"][0]) % WORD
+    address = cai["data"][0] if cai is not None else d.__array_interface__["data"][0]
+    return (-address) % CHUNK
 
 
 def naive(data):
@@ -182,11 +191,11 @@ def optimized(data):
     _check(data)
     (d,) = launch.to_device(data)
     n = data.size
-    head = min(_misaligned_bytes(d), n)  # a uint64 load must be 8-byte aligned
-    nw = (n - head) // WORD
-    words = d[head:head + nw * WORD].view(np.uint64)  # (nw,) the same bytes, no copy
+    head = min(_misaligned_bytes(d), n)  # a 16-byte load must be 16-byte aligned
+    nv = (n - head) // CHUNK
+    words = d[head:head + nv * CHUNK].view(np.uint32)  # (4 nv,) the same bytes, no copy
     hist = _zeroed_bins()
-    grid = launch.grid_stride_blocks(nw, OPT_THREADS, blocks_per_sm=BLOCKS_PER_SM)
+    grid = launch.grid_stride_blocks(nv, OPT_THREADS, blocks_per_sm=BLOCKS_PER_SM)
     hist_coarsened_kernel[grid, OPT_THREADS](d, words, head, hist)
     return launch.result(hist, data)
 
