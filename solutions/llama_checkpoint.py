@@ -13,11 +13,19 @@ every tensor's name, dtype and shape before reading any of them, and maps them o
     embed_tokens, lm_head (embed_tokens when tied)  -> embed (vocab, d_model), lm_head (d_model, vocab)
 
 No permutation of q and k: Hugging Face's Llama checkpoints are stored for rotate-half RoPE (pair p is
-(x[p], x[p + D/2])), the convention of day 90's kernel. Weights are read in their file's dtype and held
-in float32, the engine's one dtype on both paths: fp16 and bf16 widen to fp32 exactly.
+(x[p], x[p + D/2])), the convention of day 90's kernel. Weights are read in their file's dtype and held in
+the dtype the engine will run (``load(..., dtype=...)``):
 
-Napkin math: SmolLM2-135M is 135M parameters, 0.54 GB in float32; its K/V take 2 x 30 layers x 3 KV heads
-x 64 x 4 B = 46 KB per token.
+- float32: every tensor widened (fp16 and bf16 widen to fp32 exactly).
+- float16: the matrices in fp16, the norm gains and q/k/v biases in float32 (day 90's ``holds_fp16``).
+  An fp16 file is kept as it is. A bf16 value has 8 significant bits to fp16's 11, so it converts exactly
+  in fp16's normal range (6.1e-5 <= |x| <= 65504); smaller ones lose low bits (under 6e-8 they become 0).
+  bf16 reaches 3.4e38 like fp32: a value past 65504 would become inf in fp16, and the loader refuses it,
+  naming the tensor and the index, rather than serve a model that turns rows of activations into inf and
+  NaN; such a checkpoint is served in float32. Each tensor is converted once, at load.
+
+Napkin math: SmolLM2-135M is 135M parameters, 0.54 GB in float32, 0.27 GB in fp16; its K/V take 2 x 30
+layers x 3 KV heads x 64 x 4 B = 46 KB per token in float32, 23 KB in fp16.
 """
 
 from __future__ import annotations
@@ -29,8 +37,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from solutions.day78_paged_attention_v1 import MAX_HEAD_DIM, WARP
-from solutions.day90_serving_engine import Model, ModelConfig, rope_table
+from solutions.day78_paged_attention_v1 import HEAD_DIMS
+from solutions.day90_serving_engine import DTYPES as ENGINE_DTYPES
+from solutions.day90_serving_engine import Model, ModelConfig, rope_table, to_float16
 
 ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM")
 DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}  # safetensors' names -> NumPy's
@@ -123,9 +132,9 @@ def read_config(path, *, max_len: int | None = None) -> tuple[ModelConfig, dict]
     if d_model % num_heads and "head_dim" not in cfg:
         raise ValueError(f"config.json: hidden_size {d_model} is not a multiple of num_attention_heads {num_heads}")
     head_dim = _field(cfg, "head_dim", int, d_model // num_heads)
-    if head_dim % WARP or head_dim > MAX_HEAD_DIM:
-        raise ValueError(f"config.json: head size {head_dim} is not supported (the attention kernels take multiples "
-                         f"of {WARP} up to {MAX_HEAD_DIM})")
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"config.json: head size {head_dim} is not supported (the attention kernels take "
+                         f"{', '.join(map(str, HEAD_DIMS))})")
     if num_heads % num_kv_heads:
         raise ValueError(f"config.json: num_attention_heads {num_heads} is not a multiple of num_key_value_heads "
                          f"{num_kv_heads}")
@@ -220,11 +229,21 @@ def _weight_files(path: Path) -> dict[str, Path]:
         return {name: single for name in fh.keys()}
 
 
-def read_weights(path, cfg: ModelConfig, *, tie_word_embeddings: bool, qkv_bias: bool) -> dict[str, np.ndarray]:
-    """Every tensor the engine needs, float32, by its Hugging Face name. The names, dtypes and shapes of all
-    of them are checked before any is read: a bad checkpoint raises ValueError and loads nothing."""
+def _kept_float32(name: str) -> bool:
+    """Norm gains and biases: float32 in the fp16 engine too (day 90's holds_fp16, by Hugging Face name)."""
+    return name.endswith(("norm.weight", ".bias"))
+
+
+def read_weights(path, cfg: ModelConfig, *, tie_word_embeddings: bool, qkv_bias: bool,
+                 dtype: str = "float32") -> dict[str, np.ndarray]:
+    """Every tensor the engine needs by its Hugging Face name: float32, or for dtype float16 the matrices
+    in fp16 (see the module's notes: a value past fp16's range raises ValueError naming the tensor). The
+    names, dtypes and shapes of all of them are checked before any is read: a bad checkpoint raises
+    ValueError and loads nothing."""
     from safetensors import safe_open
 
+    if dtype not in ENGINE_DTYPES:
+        raise ValueError(f"dtype: expected one of {ENGINE_DTYPES}, got {dtype!r}")
     path = Path(path)
     want = expected_tensors(cfg, tie_word_embeddings=tie_word_embeddings, qkv_bias=qkv_bias)
     where = _weight_files(path)
@@ -244,21 +263,25 @@ def read_weights(path, cfg: ModelConfig, *, tie_word_embeddings: bool, qkv_bias:
         with safe_open(f, framework="numpy") as fh:
             for name in names:
                 sl = fh.get_slice(name)
-                dtype, shape = sl.get_dtype(), tuple(sl.get_shape())
-                if dtype not in DTYPES:
-                    raise ValueError(f"{f.name}: {name} is {dtype}; the loader reads {', '.join(DTYPES)}")
+                stored, shape = sl.get_dtype(), tuple(sl.get_shape())
+                if stored not in DTYPES:
+                    raise ValueError(f"{f.name}: {name} is {stored}; the loader reads {', '.join(DTYPES)}")
                 if shape != want[name]:
                     raise ValueError(f"{f.name}: {name} has shape {shape}, expected {want[name]} from config.json")
     tensors = {}
     for f, names in by_file.items():
         with safe_open(f, framework="numpy") as fh:
             for name in names:
-                tensors[name] = np.ascontiguousarray(fh.get_tensor(name), dtype=np.float32)
+                a = fh.get_tensor(name)
+                if dtype == "float16" and not _kept_float32(name):
+                    tensors[name] = np.ascontiguousarray(to_float16(f"{f.name}: {name}", a))
+                else:
+                    tensors[name] = np.ascontiguousarray(a, dtype=np.float32)
     return tensors
 
 
 def engine_weights(tensors: dict, cfg: ModelConfig, *, tie_word_embeddings: bool, qkv_bias: bool) -> dict:
-    """Hugging Face tensors (float32) -> day 90's weight dict (see the module's table)."""
+    """Hugging Face tensors (as read_weights gives them) -> day 90's weight dict (see the module's table)."""
     def t(a):
         return np.ascontiguousarray(a.T)
 
@@ -298,15 +321,16 @@ def load_tokenizer(path, vocab: int):
     return tok
 
 
-def load(path, *, max_len: int | None = None) -> Checkpoint:
-    """The engine's Model (float32 weights) and the tokenizer of a Hugging Face checkpoint directory."""
+def load(path, *, max_len: int | None = None, dtype: str = "float32") -> Checkpoint:
+    """The engine's Model and the tokenizer of a Hugging Face checkpoint directory. ``dtype``: the engine's
+    (day 90's DTYPES); float16 holds the matrices in fp16 (see the module's notes on bf16)."""
     path = Path(path)
     if not path.is_dir():
         raise ValueError(f"{path}: not a directory (the loader reads a checkpoint on disk; nothing is downloaded)")
     cfg, facts = read_config(path, max_len=max_len)
     tokenizer = load_tokenizer(path, cfg.vocab)
     tied, bias = facts["tie_word_embeddings"], facts["qkv_bias"]
-    tensors = read_weights(path, cfg, tie_word_embeddings=tied, qkv_bias=bias)
+    tensors = read_weights(path, cfg, tie_word_embeddings=tied, qkv_bias=bias, dtype=dtype)
     weights = engine_weights(tensors, cfg, tie_word_embeddings=tied, qkv_bias=bias)
     model = Model.from_weights(cfg, weights, rope_table(cfg, facts["inv_freq"]))
     return Checkpoint(model, tokenizer, facts["architecture"], facts["eos_token_ids"], path)

@@ -3,10 +3,13 @@
 Every engine's greedy tokens must equal a plain float64 decode of the same model. make_inputs redraws
 the weights until each greedy choice wins by a clear logit gap, so a right float32 engine cannot pick
 differently; a wrong one (a read past a context, a page freed too early, a token dropped at
-preemption) changes the tokens.
+preemption) changes the tokens. The fp16 engine is held to the float64 decode of its fp16-rounded
+weights wherever the reference's top-2 gap is at least TIES["float16"]; divergences at a nearer tie are
+reported as warnings, never passed silently.
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -46,10 +49,10 @@ test_rejects_bad_inputs = g.rejects_bad_inputs(extra_cases={
 })
 
 
-def _engine(version, xs):
+def _engine(version, xs, dtype="float32"):
     """The target's engine for the inputs, requests added, not yet run."""
     model, prompts, prompt_lens, output_lens, block_size, num_blocks = xs
-    eng = g.target.Engine(model, block_size, num_blocks, contiguous=(version == "naive"))
+    eng = g.target.Engine(model, block_size, num_blocks, contiguous=(version == "naive"), dtype=dtype)
     for r, (p, n) in enumerate(zip(prompt_lens, output_lens)):
         eng.add_request(r, prompts[r, :p], int(n))
     return eng
@@ -116,6 +119,60 @@ def test_preemption_under_a_tight_budget_keeps_the_tokens():
     np.testing.assert_array_equal(_outputs(eng, 12), sol.reference(*xs), err_msg=f"seed {seed}")
 
 
+def _assert_fp16_tokens(got, xs, seed, what):
+    """got == the float64 decode of the fp16-rounded model, except divergences at a top-2 gap under
+    TIES["float16"] (each reported as a warning); at least one request must match outright."""
+    expected, margins = sol._decode_all(xs[0].astype("float16"), *xs[1:4])
+    notes = []
+    same, ties, bad = sol.compare_tokens(got, expected, margins, sol.TIES["float16"], notes)
+    assert not bad, f"{what}, seed {seed}: " + "; ".join(bad)
+    assert same >= 1 and same + ties == got.shape[0], f"{what}, seed {seed}: {same} identical, {ties} near-ties"
+    for note in notes:
+        warnings.warn(f"{what}, seed {seed}: {note}", stacklevel=2)
+
+
+@pytest.mark.parametrize("version", sol.VERSIONS)
+@pytest.mark.parametrize("n", sol.TEST_SIZES[1:], ids=[str(s) for s in sol.TEST_SIZES[1:]])
+def test_fp16_engine_matches_reference_on_rounded_weights(version, n):
+    """dtype="float16": matrices held in fp16, fp16 activations between matmuls, an fp16 KV cache, fp32
+    logits. The tokens follow the float64 decode of the fp16-rounded weights."""
+    g.require_implemented(version)
+    xs, seed = g.inputs(n, version, "fp16")
+    eng = _engine(version, xs, dtype="float16")
+    assert all(c.dtype == np.float16 for c in eng.key_cache + eng.value_cache), "the KV cache must be fp16"
+    assert all(eng.W[k].dtype == (np.float16 if sol.holds_fp16(k) else np.float32) for k in eng.W)
+    eng.run()
+    assert eng.blocks.num_free_blocks == eng.num_blocks
+    _assert_fp16_tokens(_outputs(eng, xs[3].max()), xs, seed, f"{version} fp16 {n}")
+
+
+def test_fp16_engine_keeps_the_tokens_across_preemption():
+    """The tight budget of test_preemption_under_a_tight_budget_keeps_the_tokens, in fp16: preempted
+    sequences recompute their K/V into an fp16 cache and still follow the reference."""
+    g.require_implemented("optimized")
+    seed = g.inputs(1, "preempt-fp16")[1]
+    model, prompts, prompt_lens, output_lens = sol.make_requests([2] * 5, [12] * 5, seed=seed)
+    xs = (model, prompts, prompt_lens, output_lens, 2, 16)
+    eng = _engine("optimized", xs, dtype="float16")
+    eng.run()
+    assert eng.stats.preemptions > 0
+    _assert_fp16_tokens(_outputs(eng, 12), xs, seed, "optimized fp16 under preemption")
+
+
+def test_fp16_rounding_refuses_what_overflows():
+    """A weight past fp16's range is refused by name, not stored as inf; an unknown dtype is refused."""
+    g.require_implemented("optimized")
+    model = sol.Model(seed=3)
+    weights = dict(model.weights)
+    weights["wup.1"] = weights["wup.1"].copy()
+    weights["wup.1"][7, 2] = 1e5
+    big = sol.Model.from_weights(model.cfg, weights)
+    with pytest.raises(ValueError, match=r"wup.1: value 100000 at index \(7, 2\) is outside float16's range"):
+        big.astype("float16")
+    with pytest.raises(ValueError, match="dtype: expected one of"):
+        g.target.Engine(model, 4, 8, dtype="bfloat16")
+
+
 def test_rope_and_cache_writes_only_the_slots():
     """The fused kernel: q rotated, k rotated into its slot, v copied into its slot, nothing else touched."""
     g.require_implemented("optimized")
@@ -144,9 +201,43 @@ def test_rope_and_cache_writes_only_the_slots():
     assert np.isnan(got_k[untouched]).all() and np.isnan(got_v[untouched]).all(), "a slot no token owns was written"
 
 
-def test_fused_kernel_stays_in_registers():
+def test_rope_and_cache_fp16_rounds_on_store():
+    """The fp16 specialization: fp16 qkv in, q out in float32, k rotated in float32 and rounded once into
+    the fp16 cache, v copied bit for bit."""
+    g.require_implemented("optimized")
+    rng = np.random.default_rng(g.inputs(1, "rope-fp16")[1])
+    heads, kv_heads, dim, block_size, num_blocks, tokens = 4, 2, 32, 4, 6, 7
+    model = sol.Model(seed=1)
+    qkv = rng.standard_normal((tokens, (heads + 2 * kv_heads) * dim)).astype(np.float16)
+    positions = rng.integers(0, MAX_LEN, size=tokens).astype(np.int32)
+    slots = rng.permutation(num_blocks * block_size)[:tokens].astype(np.int32)
+    shape = (num_blocks, block_size, kv_heads, dim)
+    from course import cuda
+
+    d_k, d_v = cuda.to_device(np.full(shape, np.nan, np.float16)), cuda.to_device(np.full(shape, np.nan, np.float16))
+    q = g.target.rope_and_cache(qkv, positions, slots, model.cos_sin, d_k, d_v, heads)
+    assert q.dtype == np.float32
+    got_k, got_v = d_k.copy_to_host().reshape(-1, kv_heads, dim), d_v.copy_to_host().reshape(-1, kv_heads, dim)
+    for t in range(tokens):
+        row = qkv[t].astype(np.float64)
+        want_q = sol._rope64(row[:heads * dim].reshape(heads, dim), positions[t], model.cos_sin)
+        want_k = sol._rope64(row[heads * dim:(heads + kv_heads) * dim].reshape(kv_heads, dim), positions[t],
+                             model.cos_sin)
+        np.testing.assert_allclose(q[t], want_q, rtol=1e-5, atol=1e-5, err_msg=f"query of token {t}")
+        # one rounding to fp16: within half a unit in the last place (2^-11 relative), plus float32's error
+        np.testing.assert_allclose(got_k[slots[t]], want_k, rtol=2.0 ** -11 + 1e-5, atol=1e-6,
+                                   err_msg=f"key of token {t}")
+        np.testing.assert_array_equal(got_v[slots[t]], qkv[t, (heads + kv_heads) * dim:].reshape(kv_heads, dim))
+    untouched = np.setdiff1d(np.arange(num_blocks * block_size), slots)
+    assert np.isnan(got_k[untouched]).all() and np.isnan(got_v[untouched]).all(), "a slot no token owns was written"
+    with pytest.raises(ValueError, match="qkv: expected dtype float16"):
+        g.target.rope_and_cache(qkv.astype(np.float32), positions, slots, model.cos_sin, d_k, d_v, heads)
+
+
+@pytest.mark.parametrize("label", ["optimized", "optimized.fp16"])
+def test_fused_kernel_stays_in_registers(label):
     """One thread per (token, pair): cos/sin and the pair live in registers; no local or shared memory."""
-    rep = g.report("optimized")
+    rep = g.report(label)
     assert rep.stack_bytes == 0 and not rep.uses_local_memory, f"{rep.stack_bytes} B of stack"
     assert rep.count("ld.shared") == rep.count("st.shared") == rep.count("bar.sync") == 0
     assert rep.count("atom") == 0, "every slot has one writer: no atomics needed"
@@ -176,6 +267,15 @@ def test_main_serves_and_reports(capsys):
     for needle in ("sequences at once", "preemptions", "tokens/s", "peak KV used", "contiguous cache would have "
                    "reserved", "OK   generated tokens: paged == dense-cache decode"):
         assert needle in out, f"missing {needle!r} in:\n{out}"
+
+
+def test_main_serves_in_fp16(capsys):
+    g.require_implemented("naive", "optimized")
+    rc = g.target.main(["--requests", "3", "--max-prompt", "4", "--max-output", "3", "--kv-blocks", "16",
+                        "--block-size", "2", "--model", "tiny", "--dtype", "float16"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "engine dtype float16" in out and "OK   generated tokens" in out, out
 
 
 @pytest.mark.gpu

@@ -9,6 +9,7 @@ swapped or mis-fused weight changes the tokens).
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -104,24 +105,33 @@ def _requests(ckpt, texts=PROMPTS, new=NEW):
     return prompts, lens, np.full(len(ids), new, dtype=np.int32)
 
 
-def _assert_same(got, expected, margins, what):
-    same, ties, bad = sol.compare_tokens(got, expected, margins)
+def _assert_same(got, expected, margins, what, dtype="float32"):
+    """No mismatch where the reference's top-2 gap is at least TIES[dtype]; divergences at a near-tie are
+    reported as warnings (never passed silently), and at least one request must match outright."""
+    notes = []
+    same, ties, bad = sol.compare_tokens(got, expected, margins, sol.TIES[dtype], notes)
     assert not bad, f"{what}: " + "; ".join(bad)
-    assert same + ties == got.shape[0]
+    assert same + ties == got.shape[0] and same >= 1, f"{what}: {same} identical, {ties} near-ties"
+    for note in notes:
+        warnings.warn(f"{what} ({dtype}): {note}", stacklevel=2)
 
 
-def _serve_and_check(path, block_size=2, num_blocks=16, max_len=None):
-    """Load, serve the prompts under a budget of block_size x num_blocks slots, and check the tokens against
-    both references. Returns the engine."""
-    ckpt = lc.load(path, max_len=max_len)
+def _serve_and_check(path, block_size=2, num_blocks=16, max_len=None, dtype="float32"):
+    """Load for the engine's dtype, serve the prompts under a budget of block_size x num_blocks slots, and
+    check the tokens against both references (for float16: both on the fp16-rounded weights the engine
+    holds). Returns the engine."""
+    ckpt = lc.load(path, max_len=max_len, dtype=dtype)
     prompts, lens, outs = _requests(ckpt)
-    got, engine = sol.serve(ckpt.model, prompts, lens, outs, block_size, num_blocks)
+    got, engine = sol.serve(ckpt.model, prompts, lens, outs, block_size, num_blocks, dtype=dtype)
     expected, margins = sol._decode_all(ckpt.model, prompts, lens, outs)
-    _assert_same(got, expected, margins, "engine vs reference_decode")
+    _assert_same(got, expected, margins, "engine vs reference_decode", dtype)
     config = json.loads((path / "config.json").read_text())
     tensors = _read_back(path)
+    if dtype == "float16":  # the matrices as the loader rounds them, from the file's own values
+        tensors = {k: v if k.endswith(("norm.weight", ".bias")) else sol.to_float16(k, v).astype(np.float32)
+                   for k, v in tensors.items()}
     hf = [_hf_greedy(tensors, config, prompts[r, :lens[r]].tolist(), NEW) for r in range(len(lens))]
-    _assert_same(got, np.array([h[0] for h in hf]), [h[1] for h in hf], "engine vs Hugging Face forward")
+    _assert_same(got, np.array([h[0] for h in hf]), [h[1] for h in hf], "engine vs Hugging Face forward", dtype)
     return engine
 
 
@@ -154,6 +164,47 @@ def test_engine_tokens_match_references_under_preemption(tmp_path, dtype, shards
     assert all(a.dtype == np.float32 for a in w.values())
     engine = _serve_and_check(tmp_path)
     assert engine.stats.preemptions > 0, "32 slots for four sequences of 10-18 tokens must preempt"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"], ids=["fp16-file", "bf16-file"])
+def test_fp16_engine_under_preemption(tmp_path, dtype):
+    """The fp16 engine on a checkpoint: matrices held in fp16 (a bf16 file converted once, at load), norm
+    gains in float32, an fp16 KV cache; its greedy tokens equal both float64 references on the fp16-rounded
+    weights wherever their top-2 gap exceeds TIES["float16"], preempted sequences recomputed included."""
+    written = lc.write_tiny_checkpoint(tmp_path, dtype=dtype, seed=6, max_position_embeddings=CONTEXT)
+    ckpt = lc.load(tmp_path, dtype="float16")
+    w = ckpt.model.weights
+    assert w["wqkv.0"].dtype == w["embed"].dtype == w["lm_head"].dtype == np.float16
+    assert w["norm1.0"].dtype == w["norm_f"].dtype == np.float32
+    q = written["model.layers.1.self_attn.q_proj.weight"].T
+    np.testing.assert_array_equal(w["wqkv.1"][:, :128], q.astype(np.float16))
+    if dtype == "bfloat16":  # bf16's 8 significant bits fit fp16's 11: exact wherever fp16 is normal
+        normal = np.abs(q) >= 2.0 ** -14
+        np.testing.assert_array_equal(w["wqkv.1"][:, :128][normal].astype(np.float32), q[normal])
+    engine = _serve_and_check(tmp_path, dtype="float16")
+    assert engine.stats.preemptions > 0, "32 slots for four sequences of 10-18 tokens must preempt"
+    assert all(k.dtype == v.dtype == np.float16 for k, v in zip(engine.key_cache, engine.value_cache))
+
+
+def test_fp16_refuses_a_bf16_value_past_fp16s_range(tmp_path):
+    """bf16 reaches 3.4e38, fp16 65504: the fp16 loader names the tensor rather than store an inf; the
+    float32 loader reads the same file."""
+    import ml_dtypes
+
+    lc.write_tiny_checkpoint(tmp_path, dtype="bfloat16", max_position_embeddings=CONTEXT)
+
+    def plant(t):
+        a = t["model.layers.1.mlp.down_proj.weight"].copy()
+        a[3, 5] = ml_dtypes.bfloat16(70000.0)
+        t["model.layers.1.mlp.down_proj.weight"] = a
+
+    _rewrite_weights(tmp_path, plant)
+    with pytest.raises(ValueError, match=r"model.layers.1.mlp.down_proj.weight: value 70144 at index \(3, 5\) "
+                                         r"is outside float16's range"):
+        lc.load(tmp_path, dtype="float16")
+    assert lc.load(tmp_path).model.weights["wdown.1"][5, 3] == 70144.0
+    with pytest.raises(ValueError, match="dtype: expected one of"):
+        lc.load(tmp_path, dtype="bfloat16")
 
 
 @pytest.mark.parametrize("tie", [True, False], ids=["tied", "untied"])
@@ -265,6 +316,7 @@ def _edit_config(path, **changes):
     (dict(sliding_window=16), r"a sliding window \(16\) is not supported"),
     (dict(attention_bias=True), "attention_bias true is not supported on a Llama"),
     (dict(head_dim=48), "head size 48 is not supported"),
+    (dict(head_dim=160), "head size 160 is not supported"),
     (dict(num_key_value_heads=3), "not a multiple of num_key_value_heads 3"),
     (dict(hidden_size=None), "missing 'hidden_size'"),
     (dict(num_hidden_layers=0), "'num_hidden_layers' must be a positive integer, got 0"),
@@ -272,7 +324,8 @@ def _edit_config(path, **changes):
     (dict(rope_scaling={"rope_type": "llama3", "factor": 8.0}), "rope_scaling 'llama3' lacks 'low_freq_factor'"),
     (dict(vocab_size=200), "300 tokens, more than the model's vocab_size 200"),
 ], ids=["architecture", "no-architectures", "gelu", "sliding-window", "llama-attention-bias", "head-dim-48",
-        "kv-heads", "missing-field", "zero-layers", "yarn", "llama3-incomplete", "tokenizer-past-vocab"])
+        "head-dim-160", "kv-heads", "missing-field", "zero-layers", "yarn", "llama3-incomplete",
+        "tokenizer-past-vocab"])
 def test_refuses_what_the_engine_does_not_run(tmp_path, changes, match):
     lc.write_tiny_checkpoint(tmp_path, max_position_embeddings=CONTEXT)
     _edit_config(tmp_path, **changes)
@@ -374,11 +427,20 @@ def test_main_rejects_bad_checkpoint_arguments(tmp_path, capsys, argv, match):
 # --- against transformers itself -----------------------------------------------------------------------------
 
 
+# transformers keeps its residual stream and its logits in the model's dtype, the engine in float32: against
+# transformers in fp16, a divergence is a near-tie where the engine's top-2 gap is under this.
+HF_FP16_TIE = 5 * sol.TIES["float16"]
+
+
 @pytest.mark.gpu
-def test_matches_transformers_generate(tmp_path):
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_matches_transformers_generate(tmp_path, dtype):
     """A random transformers.LlamaForCausalLM (2 layers, 4 heads over 2 KV heads of 64) saved with
     save_pretrained, served by the engine: its greedy tokens equal model.generate(do_sample=False) for prompts
-    of mixed lengths, a divergence accepted only at a near-tie of the engine's top two logits."""
+    of mixed lengths. float32: the model, the file and the engine in float32, a divergence accepted only where
+    the engine's top two logits are within TIE. float16: the model converted to fp16 before saving, loaded and
+    served in fp16 (fp16 cache), generate in fp16; a divergence accepted only where the engine's top-2 gap is
+    under HF_FP16_TIE, each reported as a warning."""
     torch = pytest.importorskip("torch", reason="needs torch to build the transformers model")
     transformers = pytest.importorskip("transformers", reason="needs transformers to build the reference model")
     torch.manual_seed(0)
@@ -387,16 +449,20 @@ def test_matches_transformers_generate(tmp_path):
                                       rms_norm_eps=1e-5, initializer_range=0.1, tie_word_embeddings=False,
                                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
     hf = transformers.LlamaForCausalLM(config).eval()
-    hf.save_pretrained(tmp_path)  # safetensors, the default
+    if dtype == "float16":
+        hf = hf.to(torch.float16)
+    hf.save_pretrained(tmp_path)  # safetensors, the default, in the model's dtype
     lc.train_tokenizer(300).save(str(tmp_path / "tokenizer.json"))
-    ckpt = lc.load(tmp_path)
+    ckpt = lc.load(tmp_path, dtype=dtype)
     rng = np.random.default_rng(0)
     lens, new = np.array([3, 17, 40, 9], dtype=np.int32), 16
     prompts = np.full((len(lens), int(lens.max())), -1, dtype=np.int32)
     for r, n in enumerate(lens):
         prompts[r, :n] = rng.integers(0, 512, size=n)
     outs = np.full(len(lens), new, dtype=np.int32)
-    got, engine = sol.serve(ckpt.model, prompts, lens, outs, 16, 16)
+    got, engine = sol.serve(ckpt.model, prompts, lens, outs, 16, 16, dtype=dtype)
+    if dtype == "float16":
+        assert engine.key_cache[0].dtype == np.float16
     device = "cuda" if torch.cuda.is_available() else "cpu"
     hf = hf.to(device)
     expected = np.empty_like(got)
@@ -407,6 +473,10 @@ def test_matches_transformers_generate(tmp_path):
                               eos_token_id=None, pad_token_id=0)
             expected[r] = seq[0, n:].cpu().numpy()
     margins = [engine.stats.margins[r] for r in range(len(lens))]
-    same, ties, bad = sol.compare_tokens(got, expected, margins)
+    notes = []
+    tie = sol.TIE if dtype == "float32" else HF_FP16_TIE
+    same, ties, bad = sol.compare_tokens(got, expected, margins, tie, notes)
     assert not bad, "; ".join(bad)
     assert same >= 3, f"only {same} of 4 requests identical ({ties} near-ties)"
+    for note in notes:
+        warnings.warn(f"engine vs transformers ({dtype}): {note}", stacklevel=1)

@@ -47,6 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from course import DEVICE, ON_GPU, checking, cuda, launch
+from numba import float32
 from solutions import day78_paged_attention_v1 as pa
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 
@@ -57,6 +58,12 @@ BOUND = "memory"
 THREADS = 128
 MARGIN = 1e-3  # make_inputs keeps workloads whose greedy choices all win by at least this logit gap
 TIE = 1e-4  # a float32 engine may pick either token when the top two logits are closer than this
+DTYPES = ("float32", "float16")  # the engine's dtypes: of its weights, its activations and its KV cache
+# The top-2 logit gap under which two right engines of a dtype may choose differently. fp16 rounds every
+# activation between matmuls to 11 significant bits (a relative 2^-12 = 2.4e-4 per element); over a few
+# layers that moves O(1) logits by ~1e-3 (the tiny models' top-2 gaps moved by up to 1.9e-3): 2e-2 is 10x that.
+TIES = {"float32": TIE, "float16": 2e-2}
+FP16_MAX = 65504.0  # the largest finite float16: anything that rounds past it is inf
 
 
 class ModelConfig(NamedTuple):
@@ -131,9 +138,10 @@ class Model:
 
     @classmethod
     def from_weights(cls, cfg: ModelConfig, weights: dict, cos_sin=None) -> Model:
-        """A model of given float32 weights, named and laid out as __init__ makes them, plus an optional
-        q/k/v bias ``bqkv.{i}`` of (num_heads + 2 * num_kv_heads) * head_dim per layer; cos_sin defaults to
-        rope_table(cfg)."""
+        """A model of given weights, named and laid out as __init__ makes them, plus an optional q/k/v bias
+        ``bqkv.{i}`` of (num_heads + 2 * num_kv_heads) * head_dim per layer; cos_sin defaults to
+        rope_table(cfg). Norm gains and biases are float32; the matrices (see :func:`holds_fp16`) float32
+        or float16 (a checkpoint loaded for the fp16 engine stays half the size on the host)."""
         cfg = ModelConfig(*cfg)
         qkv_cols = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         shapes = {"embed": (cfg.vocab, cfg.d_model), "norm_f": (cfg.d_model,), "lm_head": (cfg.d_model, cfg.vocab)}
@@ -148,12 +156,23 @@ class Model:
         if missing or unknown:
             raise ValueError(f"weights: missing {missing}, unexpected {unknown}")
         for name, w in weights.items():
-            launch.check_array(f"weights[{name!r}]", w, dtype=np.float32, shape={**shapes, **optional}[name])
+            launch.check_array(f"weights[{name!r}]", w, dtype=(np.float32, np.float16) if holds_fp16(name)
+                               else np.float32, shape={**shapes, **optional}[name])
         table = rope_table(cfg) if cos_sin is None else cos_sin
         launch.check_array("cos_sin", table, dtype=np.float32, shape=(cfg.max_len, cfg.head_dim))
         model = cls.__new__(cls)
         model.cfg, model.weights, model.cos_sin = cfg, dict(weights), table
         return model
+
+    def astype(self, dtype: str) -> Model:
+        """The same model with its matrices in ``dtype`` (float16: rounded, ValueError naming a weight that
+        would overflow to inf; float32: widened, exactly). Norm gains and biases stay float32. The float64
+        reference decode of ``model.astype("float16")`` is what the fp16 engine approximates."""
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype: expected one of {DTYPES}, got {dtype!r}")
+        conv = to_float16 if dtype == "float16" else (lambda name, a: a.astype(np.float32))
+        weights = {k: conv(k, v) if holds_fp16(k) else v for k, v in self.weights.items()}
+        return Model.from_weights(self.cfg, weights, self.cos_sin)
 
     def __repr__(self) -> str:
         return f"Model({self.describe()})"
@@ -162,6 +181,29 @@ class Model:
         c = self.cfg
         return (f"{c.num_layers} layers, d_model {c.d_model}, {c.num_heads} heads over {c.num_kv_heads} KV heads "
                 f"x {c.head_dim}, vocab {c.vocab}, max context {c.max_len}")
+
+
+def holds_fp16(name: str) -> bool:
+    """Whether the fp16 engine holds weight ``name`` in float16: every matrix (embedding, projections,
+    lm_head). Norm gains and q/k/v biases stay float32: d_model-sized, a rounding saved for free, and they
+    act on the float32 residual stream and RMSNorm."""
+    return not name.startswith(("norm", "bqkv"))
+
+
+def to_float16(name: str, a) -> np.ndarray:
+    """``a`` rounded to float16 (round to nearest even). A finite value past float16's range (|x| > 65504,
+    rounding to inf) raises ValueError naming the tensor: an inf weight would turn a whole row of
+    activations into inf or NaN several layers later, far from its cause. Values under float16's smallest
+    normal (6.1e-5) lose bits, down to 0 under 6e-8: precision, not a wrong number, so they pass."""
+    wide = np.asarray(a).astype(np.float32)  # bfloat16 and float16 widen exactly
+    with np.errstate(over="ignore"):  # the overflow is reported below, by name
+        half = wide.astype(np.float16)
+    bad = ~np.isfinite(half) & np.isfinite(wide)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name}: value {float(wide[at]):g} at index {at} is outside float16's range "
+                         f"(|x| <= {FP16_MAX:g}): refusing to store it as inf (serve this model in float32)")
+    return half
 
 
 def rope_table(cfg: ModelConfig, inv_freq=None):
@@ -338,7 +380,7 @@ def traffic(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
     rows_read = int(np.sum(lens * (lens + 1) // 2))  # token t attends over t + 1 rows
     weight_bytes = sum(w.nbytes for w in model.weights.values())
     steps = int(np.max(checking.to_host(output_lens)))
-    params = weight_bytes // 4 - c.vocab * c.d_model  # the embedding is a lookup, not a matmul
+    params = sum(w.size for w in model.weights.values()) - c.vocab * c.d_model  # the embedding is a lookup
     flops = 2 * params * int(np.sum(lens)) + 4 * rows_read * c.num_heads * c.head_dim * c.num_layers
     return kv_row * (int(np.sum(lens)) + rows_read) + weight_bytes * steps, flops
 
@@ -358,6 +400,9 @@ def rope_cache_kernel(qkv, positions, slot_mapping, cos_sin, query, key_cache, v
         out[p] = x1 * c - x2 * s        out[p + half] = x2 * c + x1 * s
     q goes to query[t]; k and v (v unrotated) go to the cache row of slot slot_mapping[t]
     (page slot // block_size, offset slot % block_size). Guard threads past tokens * half.
+
+    qkv and the caches are float32, or float16 for the fp16 engine (query stays float32: day 78 reads it):
+    widen each load to float32, rotate in float32; a store into a float16 cache rounds to float16.
     """
     # One thread per (token, pair p): it rotates (x[p], x[p + half]) of every head, so a warp's lanes
     # read consecutive words of each head (coalesced) and the position's cos/sin are loaded once.
@@ -367,17 +412,21 @@ def rope_cache_kernel(qkv, positions, slot_mapping, cos_sin, query, key_cache, v
 
 _ROPE_SIG = ("void(float32[:, ::1], int32[::1], int32[::1], float32[:, ::1], float32[:, :, ::1], "
              "float32[:, :, :, ::1], float32[:, :, :, ::1])")
+_ROPE_SIG_FP16 = ("void(float16[:, ::1], int32[::1], int32[::1], float32[:, ::1], float32[:, :, ::1], "
+                  "float16[:, :, :, ::1], float16[:, :, :, ::1])")  # the fp16 engine: fp16 qkv in, fp16 cache
 KERNELS = {
     "naive": (rope_cache_kernel, _ROPE_SIG),
     "optimized": (rope_cache_kernel, _ROPE_SIG),
+    "optimized.fp16": (rope_cache_kernel, _ROPE_SIG_FP16),
 }
 
 
 def rope_and_cache(qkv, positions, slot_mapping, cos_sin, key_cache, value_cache, num_heads: int):
-    """Rotate the step's q and k, write k and v into the cache (in place); return q (tokens, heads, dim)."""
-    launch.check_array("qkv", qkv, dtype=np.float32, ndim=2)
-    launch.check_array("key_cache", key_cache, dtype=np.float32, ndim=4)
-    launch.check_array("value_cache", value_cache, dtype=np.float32, shape=key_cache.shape)
+    """Rotate the step's q and k, write k and v into the cache (in place); return q (tokens, heads, dim)
+    float32. qkv and the caches are all float32 or all float16 (Numba compiles one kernel for each)."""
+    launch.check_array("key_cache", key_cache, dtype=(np.float32, np.float16), ndim=4)
+    launch.check_array("qkv", qkv, dtype=key_cache.dtype, ndim=2)
+    launch.check_array("value_cache", value_cache, dtype=key_cache.dtype, shape=key_cache.shape)
     tokens = qkv.shape[0]
     _, _, kv_heads, head_dim = key_cache.shape
     if qkv.shape[1] != (num_heads + 2 * kv_heads) * head_dim or head_dim % 2:
@@ -453,12 +502,24 @@ class Engine:
     value_cache, block_tables, context_lens, scale); by default day 78's optimized kernel on a GPU,
     its one-thread-per-head kernel in the simulator (which pays per thread, and the optimized kernel
     has 64 of them per head).
+
+    ``dtype="float16"``: the matrices are held in fp16 on the device (rounded once, here), the activations
+    between matmuls are fp16 (each matmul reads fp16 operands and accumulates in fp32: cuBLAS does on a
+    GPU; on the host a float32 BLAS product of the fp16 values does the same ~100x faster than NumPy's
+    fp16 matmul loop), the KV cache is fp16, and the logits come out fp32. RMSNorm, SwiGLU's sigmoid,
+    attention's softmax (day 78 widens the cache on load) and the residual stream stay float32. The
+    residual is a choice: Hugging Face and vLLM keep it in the model's dtype (half the activation bytes,
+    fused with the norm); this engine keeps it in float32, because it is the running sum of every layer's
+    update, and rounding that sum to 11 bits at each of 2 x layers adds is the error that compounds. It
+    costs 4 B x d_model per token row, nothing next to the weights a step reads.
     """
 
     def __init__(self, model: Model, block_size: int, num_blocks: int, *, contiguous: bool = False,
-                 attention=None):
+                 attention=None, dtype: str = "float32"):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype: expected one of {DTYPES}, got {dtype!r}")
         c = model.cfg
-        self.model, self.cfg = model, c
+        self.model, self.cfg, self.dtype = model, c, np.dtype(dtype)
         self.contiguous = contiguous
         budget = num_blocks * block_size
         if contiguous:
@@ -469,11 +530,14 @@ class Engine:
         self.blocks = BlockManager(num_blocks, block_size)
         self.attention = attention or (pa.optimized if ON_GPU else pa.naive)
         xp = _xp()
-        self.W = {k: xp.asarray(v) for k, v in model.weights.items()}
+        self.W = {k: xp.asarray(v) for k, v in model.astype(dtype).weights.items()}
+        # The host has no fp16 BLAS: keep float32 copies of the fp16 values (exact) for float32 GEMMs.
+        self._W32 = ({k: v.astype(np.float32) for k, v in self.W.items() if holds_fp16(k)}
+                     if dtype == "float16" and not ON_GPU else None)
         self.cos_sin = xp.asarray(model.cos_sin)
         shape = (num_blocks, block_size, c.num_kv_heads, c.head_dim)
         # NaN everywhere no token was written: a read past a context length cannot go unnoticed.
-        nan = np.full(shape, np.nan, dtype=np.float32)
+        nan = np.full(shape, np.nan, dtype=self.dtype)
         self.key_cache = [cuda.to_device(nan) for _ in range(c.num_layers)]
         self.value_cache = [cuda.to_device(nan) for _ in range(c.num_layers)]
         self.waiting: collections.deque[Sequence] = collections.deque()
@@ -539,19 +603,31 @@ class Engine:
             last.append(r - 1)
         return tokens, positions, slots, block_tables, positions + 1, last
 
+    def _mm(self, a, name, out=None):
+        """a @ W[name]: in float32, or fp16 operands with fp32 accumulation and an fp16 result (``out``
+        float32: an fp32 result, for the logits)."""
+        w = self.W[name]
+        if self.dtype == np.float32:
+            return a @ w
+        a = a.astype(np.float16)  # the activation between matmuls: rounded to fp16
+        if self._W32 is not None:  # the host: exact fp16 products, summed in float32
+            y = a.astype(np.float32) @ self._W32[name]
+            return y if out is not None else y.astype(np.float16)
+        return a @ w if out is None else _gemm_fp16_fp32(a, w)
+
     def forward(self, seqs):
-        """Logits (len(seqs), vocab) at each sequence's last new token."""
+        """Logits (len(seqs), vocab) float32 at each sequence's last new token."""
         c, W, xp = self.cfg, self.W, _xp()
         tokens, positions, slots, block_tables, lens, last = self._batch(seqs)
-        x = W["embed"][xp.asarray(tokens)]  # (rows, d_model)
+        x = W["embed"][xp.asarray(tokens)].astype(np.float32, copy=False)  # (rows, d_model): the residual, float32
         d_pos, d_slots = launch.to_device(positions, slots) if ON_GPU else (positions, slots)
         if ON_GPU:  # once a step, not once a layer: every layer reads the same tables and lengths
             block_tables, lens = launch.to_device(block_tables, lens)
         scale = 1.0 / math.sqrt(c.head_dim)
         for i in range(c.num_layers):
-            qkv = _rmsnorm(x, W[f"norm1.{i}"], c.norm_eps) @ W[f"wqkv.{i}"]  # (rows, (H + 2 KVH) * D)
+            qkv = self._mm(_rmsnorm(x, W[f"norm1.{i}"], c.norm_eps), f"wqkv.{i}")  # (rows, (H + 2 KVH) * D)
             if f"bqkv.{i}" in W:  # Qwen2-style q/k/v biases
-                qkv = qkv + W[f"bqkv.{i}"]
+                qkv = (qkv + W[f"bqkv.{i}"]).astype(self.dtype, copy=False)
             q = rope_and_cache(qkv, d_pos, d_slots, self.cos_sin, self.key_cache[i], self.value_cache[i],
                                c.num_heads)
             _sync()
@@ -559,11 +635,12 @@ class Engine:
             o = self.attention(q, self.key_cache[i], self.value_cache[i], block_tables, lens, scale)
             _sync()
             self.stats.attention_seconds += time.perf_counter() - t0
-            x = x + _to_xp(o).reshape(len(tokens), -1) @ W[f"wo.{i}"]
+            x = x + self._mm(_to_xp(o).reshape(len(tokens), -1), f"wo.{i}")  # fp16 + float32 -> float32
             h = _rmsnorm(x, W[f"norm2.{i}"], c.norm_eps)
-            gate = h @ W[f"wgate.{i}"]
-            x = x + (gate / (1 + xp.exp(-gate)) * (h @ W[f"wup.{i}"])) @ W[f"wdown.{i}"]
-        return _rmsnorm(x[xp.asarray(last)], W["norm_f"], c.norm_eps) @ W["lm_head"]
+            # SwiGLU's sigmoid in float32: exp(-gate) overflows fp16 for gate < -11
+            gate = self._mm(h, f"wgate.{i}").astype(np.float32, copy=False)
+            x = x + self._mm(gate / (1 + xp.exp(-gate)) * self._mm(h, f"wup.{i}"), f"wdown.{i}")
+        return self._mm(_rmsnorm(x[xp.asarray(last)], W["norm_f"], c.norm_eps), "lm_head", out=np.float32)
 
     def step(self) -> None:
         seqs = self.schedule()
@@ -598,6 +675,26 @@ class Engine:
         _sync()
         self.stats.seconds += time.perf_counter() - start
         return {rid: seq.out for rid, seq in sorted(self.finished.items())}
+
+
+def _gemm_fp16_fp32(a, w):
+    """a (m, k) @ w (k, n), both fp16 CuPy arrays, accumulated and returned in float32: one cuBLAS
+    gemmEx. CuPy's own fp16 matmul also accumulates in fp32 but rounds its result to fp16, which at
+    |logit| ~ 10 is a step of 2^-7: enough to tie greedy choices that float32 tells apart."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+
+    m, k = a.shape
+    n = w.shape[1]
+    out = cupy.empty((m, n), dtype=np.float32)
+    one, zero = np.ones(1, np.float32), np.zeros(1, np.float32)  # host scalars: the handle's default mode
+    # Row-major out = a @ w is column-major out^T = w^T a^T: cuBLAS reads w as (n, k) and a as (k, m).
+    cublas.gemmEx(cupy.cuda.device.get_cublas_handle(), cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k,
+                  one.ctypes.data, w.data.ptr, cupy.cuda.runtime.CUDA_R_16F, n,
+                  a.data.ptr, cupy.cuda.runtime.CUDA_R_16F, k,
+                  zero.ctypes.data, out.data.ptr, cupy.cuda.runtime.CUDA_R_32F, n,
+                  cublas.CUBLAS_COMPUTE_32F, cublas.CUBLAS_GEMM_DEFAULT)
+    return out
 
 
 def _rmsnorm(x, g, eps):
@@ -646,10 +743,12 @@ def _check(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
     return prompts, prompt_lens, output_lens
 
 
-def serve(model, prompts, prompt_lens, output_lens, block_size, num_blocks, *, contiguous=False, attention=None):
+def serve(model, prompts, prompt_lens, output_lens, block_size, num_blocks, *, contiguous=False, attention=None,
+          dtype="float32"):
     """Run an engine over the requests; returns (tokens (num_requests, max output) int32, engine)."""
     prompts, prompt_lens, output_lens = _check(model, prompts, prompt_lens, output_lens, block_size, num_blocks)
-    engine = Engine(model, int(block_size), int(num_blocks), contiguous=contiguous, attention=attention)
+    engine = Engine(model, int(block_size), int(num_blocks), contiguous=contiguous, attention=attention,
+                    dtype=dtype)
     for r, (p, n) in enumerate(zip(prompt_lens, output_lens)):
         engine.add_request(r, prompts[r, :p], int(n))
     outputs = engine.run()
@@ -680,18 +779,24 @@ def first_divergence(a, b):
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def compare_tokens(got, expected, margins) -> tuple[int, int, list[str]]:
+def compare_tokens(got, expected, margins, tie: float = TIE, tie_notes: list | None = None
+                   ) -> tuple[int, int, list[str]]:
     """(identical requests, requests that diverge only at a near-tie, notes on real mismatches).
 
-    Two float32 engines may differ in summation order; where the top two logits are within TIE, either
-    choice is right, and everything after it is a different (equally valid) continuation."""
+    Two float32 engines may differ in summation order; where the top two logits are within ``tie``
+    (TIE; TIES["float16"] for an fp16 engine), either choice is right, and everything after it is a
+    different (equally valid) continuation. Ties are counted, never silently passed: each is described
+    in ``tie_notes`` when given, for the caller to report."""
     same, ties, bad = 0, 0, []
     for r in range(expected.shape[0]):
         i = first_divergence(list(got[r]), list(expected[r]))
         if i is None:
             same += 1
-        elif margins[r][i] < TIE:
+        elif margins[r][i] < tie:
             ties += 1
+            if tie_notes is not None:
+                tie_notes.append(f"request {r} diverges at output token {i} at a near-tie: {got[r][i]} vs "
+                                 f"{expected[r][i]} (logit gap {margins[r][i]:.2e} < {tie:g})")
         else:
             bad.append(f"request {r} differs at output token {i}: {got[r][i]} vs {expected[r][i]} "
                        f"(logit gap {margins[r][i]:.2e})")
@@ -733,6 +838,9 @@ def build_parser() -> argparse.ArgumentParser:
     ckpt.add_argument("--max-new", type=int, help="tokens generated per prompt (default 32)")
     ckpt.add_argument("--max-len", type=int, help="serve a context of this many tokens (default: the checkpoint's "
                                                   "max_position_embeddings)")
+    p.add_argument("--dtype", choices=DTYPES,
+                   help="the engine's weights, activations and KV cache (default float16 on a GPU with --model "
+                        "DIR, float32 otherwise; float16 in the simulator is slow but works for tiny models)")
     p.add_argument("--block-size", type=int, default=d["block_size"], help="tokens per page (default %(default)s)")
     p.add_argument("--kv-blocks", type=int,
                    help=f"KV budget in pages per layer (default {d['kv_blocks']}; with --model DIR, room for every "
@@ -790,7 +898,7 @@ def _checkpoint_inputs(parser, a):
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(a, name)}")
     texts = _read_prompts(parser, a)
     try:
-        ckpt = llama_checkpoint.load(a.model, max_len=a.max_len)
+        ckpt = llama_checkpoint.load(a.model, max_len=a.max_len, dtype=a.dtype)
         ids = llama_checkpoint.encode_prompts(ckpt, texts, a.max_new)
     except ValueError as exc:
         parser.error(str(exc))
@@ -815,6 +923,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     a = parser.parse_args(argv)
     a.checkpoint = None
+    if a.dtype is None:
+        a.dtype = "float16" if ON_GPU and a.model not in MODELS else "float32"
     if a.model in MODELS:
         inputs, described = _preset_inputs(parser, a)
     elif os.path.isdir(a.model):
@@ -827,13 +937,13 @@ def main(argv=None) -> int:
     where = "on " + DEVICE.describe() if ON_GPU else "in the CUDA simulator (times are the simulator's)"
     budget = nb * bs
     print(f"serving {a.requests} requests {where}")
-    print(described)
+    print(described + f"; engine dtype {a.dtype}")
     contiguous_slots = budget // cfg.max_len
     print(f"KV budget: {nb} pages x {bs} tokens = {budget} token slots per layer; reserving max_len "
           f"{cfg.max_len} per request, all {a.requests} at once would need {a.requests * cfg.max_len}")
 
-    paged_tokens, paged = serve(*inputs)
-    dense_tokens, dense = serve(*inputs, contiguous=True)
+    paged_tokens, paged = serve(*inputs, dtype=a.dtype)
+    dense_tokens, dense = serve(*inputs, contiguous=True, dtype=a.dtype)
 
     if a.checkpoint is not None:
         from solutions import llama_checkpoint
@@ -874,19 +984,22 @@ def main(argv=None) -> int:
           f"({p.peak_blocks_running} x {cfg.max_len}) for them: {reserved / (p.peak_blocks * bs):.1f}x more")
 
     margins = [dense.stats.margins[r] for r in range(a.requests)]
-    same, ties, bad = compare_tokens(paged_tokens, dense_tokens, margins)
+    tie, tie_notes = TIES[a.dtype], []
+    same, ties, bad = compare_tokens(paged_tokens, dense_tokens, margins, tie, tie_notes)
     ok = not bad
     line = f"generated tokens: paged == dense-cache decode (contiguous) for {same}/{a.requests} requests"
     if ties:
-        line += f"; {ties} diverge at a near-tie (top-2 logit gap < {TIE:g}), where either token is right"
-    if not ON_GPU:
-        expected, ref_margins = _decode_all(model, prompts, prompt_lens, output_lens)
-        same_ref, ties_ref, bad_ref = compare_tokens(paged_tokens, expected, ref_margins)
+        line += f"; {ties} diverge at a near-tie (top-2 logit gap < {tie:g}), where either token is right"
+    if not ON_GPU:  # the float64 decode of the weights the engine holds (fp16-rounded for --dtype float16)
+        expected, ref_margins = _decode_all(model.astype(a.dtype), prompts, prompt_lens, output_lens)
+        same_ref, ties_ref, bad_ref = compare_tokens(paged_tokens, expected, ref_margins, tie, tie_notes)
         line += f"; == float64 NumPy decode for {same_ref}/{a.requests}"
+        if ties_ref:
+            line += f" ({ties_ref} near-ties)"
         ok &= not bad_ref
         bad += bad_ref
     print(("OK   " if ok else "FAIL ") + line)
-    for note in bad:
+    for note in bad + tie_notes:
         print("     " + note)
     return 0 if ok else 1
 
