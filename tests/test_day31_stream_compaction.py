@@ -1,22 +1,25 @@
 """Day 31 grader: stream compaction, x[x > threshold] in order. A global atomic counter (the set is
-right, the order is not: compared sorted), flags + block scan + scatter (stable, two passes), and one
-pass with warp ballots and a decoupled look-back between tiles (stable)."""
+right, the order is not: compared sorted), flags + block scan + scatter (stable, two passes), one pass
+with warp ballots and a decoupled look-back between 4096-element tiles (stable), and the same one pass
+on float4 loads, 16384-element tiles, per-warp staging and day 29's look-back (stable)."""
 
 import numpy as np
 import pytest
 
-from course import ON_GPU, checking, cuda
+from course import ON_GPU, checking, cuda, launch
 from course.grading import Grader
 
 g = Grader(31)
 sol = g.solution
 ORDERED = [v for v in sol.VERSIONS if v not in sol.UNORDERED]
+ONE_PASS = ["warp_aggregated", "optimized"]
 
 # Compaction moves values, it computes none: every kept element must come out bit for bit.
-test_matches_reference = g.matches_reference(versions=["optimized"], rtol=0.0)
+test_matches_reference = g.matches_reference(versions=ONE_PASS, rtol=0.0)
+test_optimized_over_many_tiles = g.matches_reference(sol.OPT_SIZES, versions=["optimized"], rtol=0.0)
 test_scan_matches_reference = g.matches_reference(sol.SCAN_SIZES, versions=["scan"], rtol=0.0)
 test_hard_inputs = g.matches_reference(sol.HARD_CASES, versions=ORDERED, rtol=0.0)
-test_hard_inputs_over_tiles = g.matches_reference(sol.TILE_CASES, versions=["optimized"], rtol=0.0)
+test_hard_inputs_over_tiles = g.matches_reference(sol.TILE_CASES, versions=ONE_PASS, rtol=0.0)
 test_rejects_bad_inputs = g.rejects_bad_inputs(
     extra_cases={
         "two-dimensional": lambda xs: (np.ascontiguousarray(xs[0][None, :]),) + xs[1:],
@@ -53,7 +56,7 @@ def test_order_survives_any_thread_schedule(version, order):
     from course.simulator import thread_order
 
     with thread_order(order):
-        g.run_and_compare(version, 4097 if version == "optimized" else 1031, rtol=0.0, parts=(order,))
+        g.run_and_compare(version, 1031 if version == "scan" else 4097, rtol=0.0, parts=(order,))
 
 
 @pytest.mark.parametrize("version", sol.VERSIONS)
@@ -70,13 +73,26 @@ def test_device_in_device_out(version):
     checking.assert_matches(host, expected, rtol=0.0, name=f"{version}(device)")
 
 
-def test_look_back_walks_past_aggregates():
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_optimized_takes_a_view_off_the_16_byte_grid(offset):
+    """x[offset:] of a device array starts 4, 8 or 12 bytes into a 16-byte line: a float4 load at x[0]
+    would be misaligned (the GPU stops the kernel). The tiles start on the grid before x instead, and
+    the positions before x[0] are never kept."""
+    g.require_implemented("optimized")
+    n = 3 * sol.OPT_TILE + 5
+    (x, threshold), seed = g.inputs(n, "offset", offset)
+    got = g.target.optimized(cuda.to_device(x)[offset:], threshold)
+    checking.assert_matches(checking.to_host(got), sol.reference(x[offset:], threshold), rtol=0.0,
+                            name=f"optimized(device x[{offset}:], seed={seed})")
+
+
+def test_warp_aggregated_look_back_walks_past_aggregates():
     """Tile 39 of 40, run alone, its predecessors' status words preset: tiles 38..6 hold only their own
     counts (AGGREGATE), tile 5 an inclusive PREFIX, tiles 4..0 a PREFIX that must be ignored. The
     look-back must cross a window of 32 and stop at tile 5: offset = prefix(5) + counts(6..38). (The
     simulator runs blocks in order, so a whole launch always finds a PREFIX next door; this test
     reaches the windows the GPU reaches.)"""
-    g.require_implemented("optimized")
+    g.require_implemented("warp_aggregated")
     tiles, tile = 40, 39
     (x, threshold), seed = g.inputs(tiles * sol.TILE, "look-back")
     rng = np.random.default_rng(seed)
@@ -90,7 +106,7 @@ def test_look_back_walks_past_aggregates():
     offset = prefix5 + int(counts[6:tile].sum())
     d_status = cuda.to_device(status)
     out = cuda.to_device(np.full(x.size, np.nan, dtype=np.float32))
-    g.target.compact_kernel[1, sol.THREADS](cuda.to_device(x), np.float32(threshold), d_status, out)
+    g.target.warp_aggregated_kernel[1, sol.THREADS](cuda.to_device(x), np.float32(threshold), d_status, out)
     seg = x[tile * sol.TILE:]
     kept = seg[seg > np.float32(threshold)]
     got = out.copy_to_host()[offset:offset + kept.size]
@@ -101,16 +117,86 @@ def test_look_back_walks_past_aggregates():
         f"{offset + kept.size} with flag PREFIX ({sol.PREFIX})")
 
 
-def test_optimized_votes_and_shuffles():
-    """v3's idea in the PTX: a ballot per element row (vote.sync), popc for the ranks and counts,
-    shuffles for the scan of the warp counts, shared memory for the counts and the staged tile, a
-    handful of barriers, and no local memory (the 16 values a thread stay in registers)."""
-    rep = g.report("optimized")
+def _word(flag, value):
+    """A status word as day 29 packs it: the flag in the high 32 bits, the int32 value low."""
+    return np.uint64((int(flag) << 32) | (int(value) & 0xFFFFFFFF))
+
+
+# Where the nearest inclusive prefix (P) sits among the 40 tiles before the 3 compacted ones: right
+# behind them; 36 tiles back (a second window of 32); at tile 0 (the window hangs past the start).
+LOOK_BACK_CASES = {"P-adjacent": 39, "P-36-back": 3, "P-at-tile-0": 0}
+
+
+@pytest.mark.parametrize("case", list(LOOK_BACK_CASES))
+def test_optimized_look_back_adds_aggregates_until_a_prefix(case):
+    """The simulator runs blocks one after another, so a look-back there always finds its predecessor
+    done. Here the status words of 40 earlier tiles are set by hand (aggregates after the nearest P,
+    wrong values before it; the ticket counter starts at 40) and the kernel compacts the 3 tiles after
+    them, the last one ragged: their kept elements must land at the prefix the look-back adds up, each
+    tile must end with FLAG_P and its inclusive count, and the last one must write the total to
+    counter[1]."""
+    g.require_implemented("optimized")
+    tile, before = sol.OPT_TILE, 40
+    n = (before + 3) * tile - 7
+    (x, threshold), seed = g.inputs(n, "look-back", case)
+    kept = x > np.float32(threshold)
+    counts = kept[: before * tile].reshape(before, tile).sum(axis=1)
+    inclusive = np.cumsum(counts)
+    p_tile = LOOK_BACK_CASES[case]
+    status = np.zeros(before + 3, dtype=np.uint64)
+    for k in range(before):
+        if k < p_tile:  # behind the nearest P: a look-back that reads these goes too far
+            status[k] = _word(sol.FLAG_P, 10**6)
+        elif k == p_tile:
+            status[k] = _word(sol.FLAG_P, inclusive[k])
+        else:
+            status[k] = _word(sol.FLAG_A, counts[k])
+    d_x, d_status, d_counter = launch.to_device(x, status, np.array([before, -1], dtype=np.int32))
+    out = cuda.to_device(np.full(n, np.nan, dtype=np.float32))
+    g.target.compact_kernel[3, sol.OPT_THREADS](d_x, np.int32(0), np.float32(threshold), d_status, d_counter, out)
+    start = int(inclusive[-1])
+    tail = x[before * tile:]
+    want = tail[tail > np.float32(threshold)]
+    got = out.copy_to_host()[start:start + want.size]
+    report = checking.compare(got, want, rtol=0.0, name=f"tiles {before}.. after a hand-made look-back ({case})")
+    assert report.ok, (f"{report.text}\n  (seed={seed}) the look-back must add the aggregate (flag A) of every "
+                       "tile after the nearest P, then that P's prefix, and stop there")
+    words = d_status.copy_to_host()[before:]
+    flags, values = words >> np.uint64(32), (words & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    ends = [min((k + 1) * tile, tail.size) for k in range(3)]  # the last tile is 7 short
+    expected = np.array([start + int(np.count_nonzero(tail[:e] > np.float32(threshold))) for e in ends])
+    assert (flags == sol.FLAG_P).all() and (values == expected).all(), (
+        f"status of the compacted tiles: flags {flags.tolist()}, values {values.tolist()}; expected FLAG_P "
+        f"({sol.FLAG_P}) with the inclusive counts {expected.tolist()}")
+    total = int(d_counter.copy_to_host()[1])
+    assert total == start + want.size, f"counter[1] = {total}: the last tile writes the total kept, {start + want.size}"
+
+
+def test_warp_aggregated_votes_and_shuffles():
+    """The 4096-element one pass in the PTX: a ballot per element row (vote.sync), popc for the ranks
+    and counts, shuffles for the scan of the warp counts, shared memory for the counts and the staged
+    tile, a handful of barriers, and no local memory (the 16 values a thread stay in registers)."""
+    rep = g.report("warp_aggregated")
     assert "vote.sync.ballot" in rep.ptx, (
-        "optimized: no vote.sync.ballot: rank a warp's kept lanes with cuda.ballot_sync")
-    assert "popc" in rep.ptx, "optimized: no popc: count a ballot's bits with cuda.popc"
-    assert rep.count("shfl.sync") > 0, "optimized: no shfl.sync: scan the warp counts in registers"
+        "warp_aggregated: no vote.sync.ballot: rank a warp's kept lanes with cuda.ballot_sync")
+    assert "popc" in rep.ptx, "warp_aggregated: no popc: count a ballot's bits with cuda.popc"
+    assert rep.count("shfl.sync") > 0, "warp_aggregated: no shfl.sync: scan the warp counts in registers"
     assert rep.count("st.shared") > 0 and rep.count("ld.shared") > 0 and rep.count("bar.sync") >= 2
+    assert rep.stack_bytes == 0, (
+        f"warp_aggregated: {rep.stack_bytes} bytes of stack: index the per-thread arrays with loop constants only")
+
+
+def test_optimized_loads_float4_votes_and_stages():
+    """v4's idea in the PTX: 16-byte loads (ld.global.v4.f32, through course.wide), ballots and popc
+    for the ranks, the kept elements staged through shared memory behind barriers, atomics for the
+    ticket, the status reads and the publishes, and no local memory (32 floats a thread in registers)."""
+    rep = g.report("optimized")
+    assert "ld.global.v4.f32" in rep.ptx, "optimized: no 16-byte load: read x with wide.load4"
+    assert "vote.sync.ballot" in rep.ptx and "popc" in rep.ptx, (
+        "optimized: rank the lanes' kept elements with cuda.ballot_sync and cuda.popc")
+    assert rep.count("st.shared") > 0 and rep.count("ld.shared") > 0 and rep.count("bar.sync") >= 2, (
+        "optimized: stage the kept elements in shared memory, the warp counts behind a barrier")
+    assert rep.count("atom") >= 3, "optimized: atomics for the ticket, the status reads and the publishes"
     assert rep.stack_bytes == 0, (
         f"optimized: {rep.stack_bytes} bytes of stack: index the per-thread arrays with loop constants only")
 
@@ -126,26 +212,31 @@ def test_scan_version_scans_in_shared_memory_without_atomics():
     assert g.report("naive").count("atom") >= 1, "naive: take each kept element's slot with cuda.atomic.add"
 
 
-def test_one_pass_reads_x_once():
-    """Counted as Nsight Compute counts them: v3 loads x's sectors once (plus a status word a tile), v2
-    twice (the count pass and the scatter pass); v3's stores are whole coalesced warps."""
-    n = 4500  # two tiles of v3, nine blocks of v2
+@pytest.mark.parametrize("version", ONE_PASS)
+def test_one_pass_reads_x_once(version):
+    """Counted as Nsight Compute counts them: the one passes load x's sectors once (plus a status word
+    a tile), v2 twice (the count pass and the scatter pass); the one passes' stores are whole
+    coalesced warps."""
+    n = 4500  # two tiles of warp_aggregated, nine of optimized in the simulator, nine blocks of v2
     x_sectors = -(-4 * n // 32)
-    opt, two = g.traffic("optimized", n), g.traffic("scan", n)
-    assert opt.global_load_sectors <= 1.1 * x_sectors, (
-        f"optimized: {opt.global_load_sectors} sectors loaded for x's {x_sectors}: read each element once")
-    assert two.global_load_sectors >= 1.8 * x_sectors, (
-        f"scan: {two.global_load_sectors} sectors loaded for x's {x_sectors}; the count and scatter passes "
-        "each read x")
-    assert opt.sectors_per_store <= 5.5, (
-        f"optimized: {opt.sectors_per_store:.1f} sectors per store: copy the staged tile out with consecutive "
+    one = g.traffic(version, n)
+    assert one.global_load_sectors <= 1.1 * x_sectors, (
+        f"{version}: {one.global_load_sectors} sectors loaded for x's {x_sectors}: read each element once")
+    assert one.sectors_per_store <= 5.5, (
+        f"{version}: {one.sectors_per_store:.1f} sectors per store: copy the staged tile out with consecutive "
         "threads on consecutive words")
+    if version == "optimized":
+        two = g.traffic("scan", n)
+        assert two.global_load_sectors >= 1.8 * x_sectors, (
+            f"scan: {two.global_load_sectors} sectors loaded for x's {x_sectors}; the count and scatter passes "
+            "each read x")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("version", ORDERED)
 def test_at_scale(version):
-    """2^25 + 3 floats: 8193 tiles, so look-backs cross windows of 32 running tiles."""
+    """2^25 + 3 floats: 2048 tiles of optimized, 8193 of warp_aggregated, so look-backs cross windows
+    of 32 running tiles."""
     g.run_and_compare(version, (1 << 25) + 3, rtol=0.0)
     g.run_and_compare(version, ((1 << 25) + 3, "all"), rtol=0.0)
     g.run_and_compare(version, ((1 << 25) + 3, "one"), rtol=0.0)
