@@ -38,11 +38,15 @@ def results() -> str:
         r = json.loads(f.read_text())
         unit = "GB/s" if r["bound"] == "memory" else "TFLOP/s"
         sizes = {json.dumps(row["n"]) for row in r["rows"]}
+        # Versions whose kernel changed after this run (a JSON's "stale": {version: what changed}): the
+        # row stays, labelled, until the next `make bench` rewrites the file without the key.
+        stale = r.get("stale", {})
         for row in r["rows"]:
             rate = row["gbps"] if r["bound"] == "memory" else row["tflops"]
             wall = " (wall)" if row.get("clock") == "wall" else ""  # course.bench: the call waits on the GPU
             # A day timed at several sizes (course.bench.run_sizes) names the size in each row.
             version = row["version"] if len(sizes) == 1 else f"{row['version']}, {_size(row['n'])}"
+            version += " (earlier kernel)" if row["version"] in stale else ""
             lines.append(f"| {r['day'][3:5]} | {version} | {row['ms'] * 1e3:,.1f} µs{wall} | "
                          f"{rate:,.0f} {unit} | {row['pct_peak']:.0f} % of {r['peak_name']} | {_speedup(row)} |")
     return "\n".join(lines)
