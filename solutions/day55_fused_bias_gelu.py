@@ -32,6 +32,8 @@ kernel >= 90 % of the copy rate, and faster than torch. Measured on the H200 at 
 4225 GB/s in the same run: tanh 143.6 us, 3,738 GB/s, 88.5 % of copy (1.5 points short of the target),
 6.46x naive, 2.3x faster than torch's 325.2 us; exact ("none") 158.1 us, 3,396 GB/s, 80.5 % (9.5 points
 short: erfcf costs 10 % over tanh), 6.20x naive, 2.1x faster than torch's 324.5 us.
+Since then the exact path computes erfc by erfc_fit (erfc64's fit in float32: ~37 PTX instructions an element
+fewer than libdevice's erfcf; ERFC_FIT = False goes back), and FASTMATH is a knob: H200 re-measure both forms.
 """
 
 import math
@@ -62,6 +64,11 @@ SQRT_HALF = math.sqrt(0.5)
 GELU_CUBIC = 0.044715
 X_SCALE = 2.0  # x ~ N(0, 2^2), bias ~ N(0, 0.5^2): z covers GELU's bend and both tails (|z| up to ~9)
 BIAS_SCALE = 0.5
+# The exact path's erfc: True, erfc_fit (the reference's own Chebyshev fit, in float32: ~20 instructions);
+# False, libdevice's erfcf (math.erfc). FASTMATH compiles the fused kernel with fast exp and division
+# (ex2.approx, div.approx: a few ulp, far inside the 1e-4 tolerance).
+ERFC_FIT = True
+FASTMATH = False
 
 
 def sizes(n) -> tuple[int, int, str]:
@@ -138,11 +145,34 @@ def gelu_tanh(z):
 
 
 @cuda.jit(device=True, inline=True)
+def erfc_fit(y):
+    """erfc(y) in float32 by erfc64's Chebyshev fit (Numerical Recipes' erfcc, relative error under 1.2e-7
+    for every y): t = 1 / (1 + |y| / 2), r = t exp(-y^2 - 1.26551223 + t P(t)) with P of degree 8 by
+    Horner's rule, erfc = r for y >= 0 and 2 - r below. One division, nine fused multiply-adds and one
+    exp: ~37 PTX instructions fewer than libdevice's erfcf, which the exact path was bound by."""
+    a = abs(y)
+    t = float32(1.0) / (float32(1.0) + float32(0.5) * a)
+    p = float32(0.17087277)
+    p = p * t + float32(-0.82215223)
+    p = p * t + float32(1.48851587)
+    p = p * t + float32(-1.13520398)
+    p = p * t + float32(0.27886807)
+    p = p * t + float32(-0.18628806)
+    p = p * t + float32(0.09678418)
+    p = p * t + float32(0.37409196)
+    p = p * t + float32(1.00002368)
+    r = t * math.exp(p * t - (a * a + float32(1.26551223)))
+    return r if y >= float32(0.0) else float32(2.0) - r
+
+
+@cuda.jit(device=True, inline=True)
 def gelu_erf(z):
     """The exact GELU in float32: 0.5 z erfc(-z / sqrt 2) (= 0.5 z (1 + erf(z / sqrt 2)), written so
-    that negative z, where 1 + erf cancels, keeps its digits): math.erfc, constants as float32."""
-    # EXERCISE: half of z times erfc(-z SQRT_HALF), in float32
-    return float32(0.5) * z * math.erfc(-z * float32(SQRT_HALF))
+    that negative z, where 1 + erf cancels, keeps its digits): erfc_fit (or libdevice's math.erfc where
+    ERFC_FIT is False), constants as float32."""
+    # EXERCISE: half of z times erfc(-z SQRT_HALF), in float32 (erfc_fit, or math.erfc where ERFC_FIT is False)
+    y = -z * float32(SQRT_HALF)
+    return float32(0.5) * z * (erfc_fit(y) if ERFC_FIT else math.erfc(y))
 
 
 @cuda.jit(device=True, inline=True)
@@ -200,7 +230,7 @@ def store_kernel(g, out):  # g, out (rows, cols)
 
 # ---- v2: one pass, 16 bytes a load, the biases in registers -----------------------------------------
 
-@cuda.jit
+@cuda.jit(fastmath=FASTMATH)
 def bias_gelu_kernel(x, bias, out, cols, threads, exact):  # x, out (rows * cols,) flat; bias (cols,)
     """out = gelu(x + bias) over the flattened array, in quads (4 consecutive floats, 16 bytes).
 

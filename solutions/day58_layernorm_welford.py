@@ -17,7 +17,11 @@ v2 warp_rows  a row per warp held in registers (day 57's layout), rows of up to 
               from its first value), and the 32 triples meet by Chan's merge in a butterfly of xor
               shuffles, every lane ending with the same bits: no shared memory, no barrier. The output
               is written from the registers: ONE read of x and one write, the minimum.
-v3 optimized  the dispatch by cols: warp_rows where a warp holds the row, beyond it the block's Welford
+v3 optimized  the dispatch by cols: warp_rows up to SPLIT_FROM = 1024 floats; from 1028 to 4096 on the
+              16-byte grid the split kernel: SPLIT_WARPS = 4 warps a row (32 floats a thread instead of
+              128 a lane), SPLIT_ROWS = 2 rows a block, each warp's triple from the butterfly to a shared
+              slot, one barrier a trip (slots double-buffered by parity), every thread merging its row's
+              slots in the same order; one read and one write, as warp_rows; beyond, the block's Welford
               kernel: ONE read pass for the statistics: each thread keeps Welford's running (count, mean, M2) over
               its part of the row, eight floats a trip as two 16-byte loads where the rows are 16-byte
               aligned (each group of four folded in registers and merged in by Chan et al.'s rule); the
@@ -51,10 +55,16 @@ warp_rows in flight: the 4096 class holds 128 floats a lane (216 registers, ptxa
 SM: 8 rows x 16 KB = 128 KB of loads issued at once an SM; the 1024 class 96 registers, 5 blocks, 20 rows x
 4 KB = 80 KB. Little's law wants ~30 KB an SM (4.2 TB/s / 132 SMs x ~1 us): both classes are past it, and
 a warp's row needs no barrier, so no SM waits for its slowest warp. Both benchmark shapes take warp_rows.
+The split kernel (optimized at 4096): the register file bounds the rows an SM holds whatever the split (a
+16 KB row is 16 KB of registers), but 4 warps a row at 79 registers (launch bound 768 threads an SM) give
+3 blocks, 6 rows and 24 warps an SM (6 a scheduler, against warp_rows' 2), each with a quarter of the
+serial work a row; 96 KB of loads issued at once an SM, 3x what Little's law asks. At 90 % of copy the
+shape takes 142 us (128 us at the copy rate).
 Target: the best version >= 90 % of the copy rate (on its 8 bytes an element) and faster than torch's
 layer_norm (70 % of copy at 16384 x 4096 in the guide's measurement). Measured on the H200 (device copy
 4216 GB/s in the same run; optimized = warp_rows at both shapes):
-  (16384, 4096)  optimized 158.9 us, 3,379 GB/s, 80.1 % of copy, 1.75x naive (277.8 us), 1.15x faster than
+  (16384, 4096)  [before the split kernel: H200 re-measure] optimized 158.9 us, 3,379 GB/s, 80.1 % of copy,
+                 1.75x naive (277.8 us), 1.15x faster than
                  torch (182.1 us, 69.9 %); warp_rows alone 156.2 us, 81.5 %. Faster than torch: met;
                  90 %: missed by 9.9 points. The likely reason is the 4096 class's 216 registers: 8 rows
                  an SM, each loading, reducing and storing in turn, against the 1024 class's 20 (not
@@ -87,9 +97,11 @@ VERSIONS = ("naive", "warp_rows", "optimized")
 # The last size is one every version takes (the no-GPU traffic table runs there).
 TEST_SIZES = ((1, 1), (3, 1), (5, 3), (3, 255), (2, 257), (3, 512), (1, 4097), (2, 1028))
 # The warp kernel's own sizes (its classes hold 128 x 1, 2, 4, ... 32 floats a row): a class's limit -1, exactly
-# and +1 in both layouts; more rows than a block has warps (9, 13: the row loop); its limit 4096.
+# and +1 in both layouts; more rows than a block has warps (9, 13: the row loop); its limit 4096. For
+# optimized, the split kernel's side: 1028 and 2052 (a class +1), 4096, and (9, 1032): more trips than
+# one (the slots' parity) and a block whose second row lies past the end.
 WARP_TEST_SIZES = ((1, 1), (9, 3), (13, 33), (3, 127), (2, 128), (5, 132), (2, 509), (3, 1020), (1, 2052),
-                   (2, 4096))
+                   (2, 4096), (9, 1032))
 # Hidden 4096 over 16k tokens; hidden 1024 over 64k tokens: 256 MB each way, ~4x the L2.
 BENCH_SIZES = ((16384, 4096), (65536, 1024))
 BOUND = "memory"
@@ -112,6 +124,14 @@ WARP_GROUPS = (1, 2, 4, 8, 16, 32)  # 16-byte groups a lane holds
 # floats, a stack frame at 128), so the warp kernel holds those rows up to RAGGED_COLS only.
 RAGGED_COLS = 512
 ROW_WARPS = 4
+# optimized gives rows on the 16-byte grid longer than SPLIT_FROM floats (up to WARP_COLS) to the split
+# kernel: SPLIT_WARPS warps a row (4: 32 floats a thread at 4096), SPLIT_ROWS rows a block (2: 256 threads).
+SPLIT_FROM = 1024
+SPLIT_WARPS = 4
+SPLIT_ROWS = 2
+# Threads an SM the split kernel's register cap is set for: 768 = 3 blocks of 256 at <= 85 registers (it
+# takes 92 unbounded: 2 blocks, 4 rows an SM); 1024 would cap it at 64.
+SPLIT_SM_THREADS = 768
 ZERO = float32(0.0)
 ONE = float32(1.0)
 QUARTER = float32(0.25)
@@ -425,11 +445,13 @@ def warp_allmerge(n, mean, m2):
     return n, mean, m2
 
 
-def _hold_row(wide_access: bool, groups: int):
+def _hold_row(wide_access: bool, groups: int, stride: int = WARP):
     """A device function for one size class: (xf, start, cols, lane, buf) -> the lane's (n, mean, M2), the
     row's elements xf[start : start + cols] (x flat: day 57's layout, an offset a load off one address).
-    Element k of buf is the row's column col(k): lane + 32 k (4-byte loads), or column
-    4 (lane + 32 (k // 4)) + k % 4 (16-byte group k // 4 of the lane)."""
+    Element k of buf is the row's column col(k): lane + stride k (4-byte loads), or column
+    4 (lane + stride (k // 4)) + k % 4 (16-byte group k // 4 of the lane). stride: the threads that share
+    the row (32 for a warp's row; SPLIT_WARPS * 32 for the split kernel, lane then the thread's index
+    among them)."""
     held = VEC * groups
 
     @cuda.jit(device=True)
@@ -443,7 +465,7 @@ def _hold_row(wide_access: bool, groups: int):
         if wide_access:
             last = cols - VEC
             for j in range(groups):
-                c = VEC * (lane + WARP * j)
+                c = VEC * (lane + stride * j)
                 a0, a1, a2, a3 = wide.load4(xf, start + min(c, last))
                 keep = c < cols
                 buf[VEC * j] = a0 if keep else ZERO
@@ -452,7 +474,7 @@ def _hold_row(wide_access: bool, groups: int):
                 buf[VEC * j + 3] = a3 if keep else ZERO
         else:
             for k in range(held):
-                c = lane + WARP * k
+                c = lane + stride * k
                 buf[k] = xf[start + min(c, cols - 1)]
                 if c >= cols:
                     buf[k] = ZERO
@@ -461,20 +483,20 @@ def _hold_row(wide_access: bool, groups: int):
         s = ZERO
         if wide_access:  # a group lies inside the row or past it as a whole
             for j in range(groups):
-                if VEC * (lane + WARP * j) < cols:
+                if VEC * (lane + stride * j) < cols:
                     n += FOUR
                     s += (((buf[VEC * j] - a0) + (buf[VEC * j + 1] - a0))
                           + ((buf[VEC * j + 2] - a0) + (buf[VEC * j + 3] - a0)))
         else:
             for k in range(held):
-                if lane + WARP * k < cols:
+                if lane + stride * k < cols:
                     n += ONE
                     s += buf[k] - a0
         off = s / max(n, ONE)
         m2 = ZERO
         if wide_access:
             for j in range(groups):
-                if VEC * (lane + WARP * j) < cols:
+                if VEC * (lane + stride * j) < cols:
                     e0 = (buf[VEC * j] - a0) - off
                     e1 = (buf[VEC * j + 1] - a0) - off
                     e2 = (buf[VEC * j + 2] - a0) - off
@@ -482,7 +504,7 @@ def _hold_row(wide_access: bool, groups: int):
                     m2 += (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3)
         else:
             for k in range(held):
-                if lane + WARP * k < cols:
+                if lane + stride * k < cols:
                     e = (buf[k] - a0) - off
                     m2 += e * e
         return n, a0 + off, m2
@@ -490,7 +512,7 @@ def _hold_row(wide_access: bool, groups: int):
     return hold_row
 
 
-def _store_row(wide_access: bool, groups: int):
+def _store_row(wide_access: bool, groups: int, stride: int = WARP):
     """A device function (outf, weight, bias, start, cols, lane, buf, mean, rstd): out at the lane's columns,
     (buf - mean) * rstd * weight + bias from the registers (16-byte stores for wide rows), nothing past
     the row. weight and bias are read here every row: after the first row, L1 hits."""
@@ -500,7 +522,7 @@ def _store_row(wide_access: bool, groups: int):
     def store_row(outf, weight, bias, start, cols, lane, buf, mean, rstd):
         if wide_access:
             for j in range(groups):
-                c = VEC * (lane + WARP * j)
+                c = VEC * (lane + stride * j)
                 if c < cols:
                     w0, w1, w2, w3 = wide.load4(weight, c)
                     b0, b1, b2, b3 = wide.load4(bias, c)
@@ -510,7 +532,7 @@ def _store_row(wide_access: bool, groups: int):
                                                   (buf[VEC * j + 3] - mean) * rstd * w3 + b3))
         else:
             for k in range(held):
-                c = lane + WARP * k
+                c = lane + stride * k
                 if c < cols:
                     outf[start + c] = (buf[k] - mean) * rstd * weight[c] + bias[c]
 
@@ -549,6 +571,71 @@ def make_warp_rows_kernel(groups: int, wide_access: bool = True):
     return layernorm_warp_rows_kernel
 
 
+# ---- the split kernel (optimized, rows of 1028 .. 4096 floats): a few warps a row, several rows a block ----
+# A row of 4096 floats held by one warp is 128 floats a lane (216 registers): 8 warps an SM, 2 a scheduler,
+# each running ~400 dependent instructions over its registers between its loads and its stores, with little
+# else to issue. Shared by SPLIT_WARPS warps the row is 32 floats a thread (~64 registers): the same 8 rows
+# (128 KB) in flight an SM, but 32 warps to hide each other's latency and a quarter of the serial work a
+# row. The price: the warps' triples meet in shared memory, one barrier a trip of the block.
+
+@functools.cache
+def make_split_rows_kernel(groups: int, row_warps: int, block_rows: int):
+    """The kernel that gives each row row_warps warps (a thread holding VEC * groups floats of it, 16-byte
+    groups only: rows on the 16-byte grid) and each block block_rows rows."""
+    held = VEC * groups
+    row_threads = WARP * row_warps  # threads sharing a row: the stride between a thread's groups
+    threads = row_threads * block_rows
+    hold_row = _hold_row(True, groups, row_threads)
+    store_row = _store_row(True, groups, row_threads)
+    # CUDA C's __launch_bounds__(threads, blocks an SM): the register cap that lets SPLIT_SM_THREADS threads
+    # (at least one block) share an SM's 65536 registers
+    bounds = {"launch_bounds": (threads, max(1, SPLIT_SM_THREADS // threads))} if DEVICE.kind != "sim" else {}
+
+    @cuda.jit(**bounds)
+    def layernorm_split_rows_kernel(xf, rows, cols, weight, bias, eps, outf):  # xf, outf (rows * cols,)
+        """Block b takes rows b * block_rows + s (s = threadIdx.x // row_threads; then += gridDim.x *
+        block_rows). Thread i of a row's row_threads holds its groups i, i + row_threads, ... (hold_row);
+        warp_allmerge gives each warp its part's triple; lane 0 writes it to slot[p, s, w] (p the parity
+        of the block's trip, w the warp within the row), ONE barrier, then every thread merges its row's
+        row_warps slots in the same order (the same bits in every warp of the row). The slots alternate
+        between trips, so a fast warp writing the next trip's triple never overwrites one a slow warp is
+        still reading: the barrier of the trip between orders them (day 57's block kernel).
+        Every thread of the block makes the same trips (the barrier needs all of them): a row past the
+        end loads the last row again and stores nothing."""
+        slot_n = cuda.shared.array((2, block_rows, row_warps), float32)
+        slot_mean = cuda.shared.array((2, block_rows, row_warps), float32)
+        slot_m2 = cuda.shared.array((2, block_rows, row_warps), float32)
+        buf = cuda.local.array(held, float32)  # constant size, constant indices: registers
+        t = cuda.threadIdx.x
+        s = t // row_threads  # the block's row this thread works on
+        i = t % row_threads  # the thread's place among the row's threads
+        w = i // WARP
+        p = 0
+        first = cuda.blockIdx.x * block_rows
+        while first < rows:  # the same trips for the whole block
+            r = first + s
+            start = int64(min(r, rows - 1)) * cols
+            # EXERCISE: hold_row, warp_allmerge, lane 0 to the slots of parity p, a barrier, merge the slots, store_row
+            n, mean, m2 = hold_row(xf, start, cols, i, buf)
+            n, mean, m2 = warp_allmerge(n, mean, m2)
+            if t % WARP == 0:
+                slot_n[p, s, w] = n
+                slot_mean[p, s, w] = mean
+                slot_m2[p, s, w] = m2
+            cuda.syncthreads()
+            n, mean, m2 = slot_n[p, s, 0], slot_mean[p, s, 0], slot_m2[p, s, 0]
+            for k in range(1, row_warps):  # unrolled: row_warps is a constant
+                n, mean, m2 = chan_merge(n, mean, m2, slot_n[p, s, k], slot_mean[p, s, k], slot_m2[p, s, k])
+            p ^= 1  # the next trip's triples go to the other slots
+            rstd = ONE / math.sqrt(m2 / n + eps)
+            if r < rows:
+                store_row(outf, weight, bias, start, cols, i, buf, mean, rstd)  # x is not read again
+            # END EXERCISE
+            first += cuda.gridDim.x * block_rows
+
+    return layernorm_split_rows_kernel
+
+
 _SIG_NAIVE = "void(float32[:, ::1], float32[::1], float32[::1], float32, float32[:, ::1])"
 _SIG_WELFORD = "void(float32[:, ::1], float32[::1], float32[::1], float32, int64, float32[:, ::1])"
 _SIG_WARP = "void(float32[::1], int64, int64, float32[::1], float32[::1], float32, float32[::1])"
@@ -556,12 +643,37 @@ KERNELS = {"naive": (layernorm_three_pass_kernel, _SIG_NAIVE),
            "warp_rows": (make_warp_rows_kernel(WARP_GROUPS[-1]), _SIG_WARP),
            "warp_rows.ragged": (make_warp_rows_kernel(4, False), _SIG_WARP),
            "warp_rows.1024": (make_warp_rows_kernel(8), _SIG_WARP),
+           "optimized.split": (make_split_rows_kernel(
+               next(gr for gr in WARP_GROUPS if WARP_COLS <= WARP * SPLIT_WARPS * VEC * gr), SPLIT_WARPS, SPLIT_ROWS),
+               _SIG_WARP),
            "optimized": (layernorm_welford_kernel, _SIG_WELFORD)}
 
 
 def warp_groups(cols: int) -> int:
     """The smallest warp class holding a row of cols floats."""
     return next(gr for gr in WARP_GROUPS if cols <= WARP * VEC * gr)
+
+
+def split_groups(cols: int) -> int:
+    """The smallest class of the split kernel (SPLIT_WARPS warps a row) holding a row of cols floats."""
+    return next(gr for gr in WARP_GROUPS if cols <= WARP * SPLIT_WARPS * VEC * gr)
+
+
+def split_takes(cols: int, aligned: bool) -> bool:
+    """Whether optimized gives a row of cols floats to the split kernel."""
+    return aligned and SPLIT_FROM < cols <= WARP_COLS
+
+
+@functools.cache
+def _split_resident_blocks(groups: int) -> int:
+    """Blocks of the split kernel the whole GPU runs at once; 2 in the simulator (the slots' parity)."""
+    if not ON_GPU:
+        return 2
+    kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS)
+    try:
+        return int(kernel.compile(_SIG_WARP).max_cooperative_grid_blocks(SPLIT_WARPS * SPLIT_ROWS * WARP))
+    except Exception:  # a numba-cuda without the occupancy query
+        return launch.sm_count() * 4
 
 
 @functools.cache
@@ -608,6 +720,13 @@ def _warp_rows(x, weight, bias, eps, dispatch: bool = False):
         raise ValueError(f"warp_rows: holds rows of up to {max_cols('warp_rows', wide_access)} floats "
                          f"{'on' if wide_access else 'off'} the 16-byte grid, got cols = {cols}; use optimized, "
                          "which dispatches by cols")
+    if dispatch and split_takes(cols, wide_access):
+        groups = split_groups(cols)
+        kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS)
+        grid = max(1, min(-(-rows // SPLIT_ROWS), _split_resident_blocks(groups)))
+        kernel[grid, SPLIT_WARPS * SPLIT_ROWS * WARP](d_x.reshape(rows * cols), rows, cols, d_w, d_b,
+                                                      np.float32(eps), out.reshape(rows * cols))
+        return launch.result(out, x)
     groups = warp_groups(cols)
     kernel = make_warp_rows_kernel(groups, wide_access)
     grid = max(1, min(-(-rows // ROW_WARPS), _resident_blocks(groups, wide_access)))

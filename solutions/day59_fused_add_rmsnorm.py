@@ -44,6 +44,10 @@ the 2.2 points it misses are not bytes in flight (the barrier a row and the stor
 float16 before: 32 loads of 2 B a thread = 48 KB an SM but in 2-byte requests (64 B a warp): the load
 instructions, not the bytes, were the limit. The half8 kernel: 4 loads of 16 B a thread (48 KB an SM,
 512 B a warp request), a quarter of float32's instructions per byte.
+Since the measurements below: one barrier a row (slots double-buffered by parity, day 57) in both 16-byte
+kernels, and the half8 kernel at 4 blocks an SM (launch bound (256, BLOCKS_PER_SM16): 64 registers, no
+spill); float32 at 4 blocks needs WEIGHT_HELD = False (the weight from L1 with each row's output, 62
+registers). H200 re-measure.
 Targets: the optimized version >= 90 % of the copy rate at (16384, 4096) in both dtypes, faster than
 torch's add + rms_norm (two kernels, at least 5 passes). Measured on the H200 (device copy 4225 GB/s in
 the same run):
@@ -60,7 +64,7 @@ import math
 
 import numpy as np
 
-from course import cuda, launch, wide
+from course import DEVICE, cuda, launch, wide
 from numba import float32, uint64
 from numba.types import float16
 from solutions.day25_reduction_last_warp import FULL_MASK, WARP, warp_sum
@@ -87,6 +91,16 @@ VEC16 = wide.WIDTH16  # halves in one 16-byte access (wide.load8 / store8)
 GROUPS16 = ITEMS // VEC16  # 16-byte groups of halves a thread holds: 2, rows up to 4096 halves
 assert GROUPS16 == 2  # the half8 kernel writes its two groups' loads out by hand (all four in flight)
 BLOCKS_PER_SM = 3  # 3 x 256 threads at ~80 registers a thread (ptxas): the whole grid resident at once
+# CUDA C's __launch_bounds__(THREADS, BLOCKS_PER_SM) on the 16-byte kernels: the compiler keeps a thread to
+# 65536 / (BLOCKS_PER_SM x 256) registers, so that many blocks fit an SM (the simulator takes none).
+_BOUNDS = {"launch_bounds": (THREADS, BLOCKS_PER_SM)} if DEVICE.kind != "sim" else {}
+# The float16 kernel holds the same 16 floats a thread: 4 blocks an SM fit its 64 registers with no spill
+# (4 x 256 threads x 2 x 16 B = 32 KB of loads an SM at once, a third more rows in flight than 3 blocks).
+BLOCKS_PER_SM16 = 4
+_BOUNDS16 = {"launch_bounds": (THREADS, BLOCKS_PER_SM16)} if DEVICE.kind != "sim" else {}
+# The float32 kernel's weight: held in registers for all the block's rows (True: read once a block), or
+# read with each row's output from L1 (False: 16 registers a thread fewer, for BLOCKS_PER_SM = 4).
+WEIGHT_HELD = True
 
 
 def sizes(n):
@@ -175,6 +189,21 @@ def block_sum(v, slots):
     v = cuda.shfl_sync(FULL_MASK, v, 0)
     cuda.syncthreads()  # WAR: every warp has read the slots before the next row's sum writes them
     return v
+
+
+@cuda.jit(device=True)
+def block_sum_parity(v, slots, p):
+    """block_sum with ONE barrier: slots (2, MAX_WARPS), the row's sums in slots[p] with p the parity of
+    the block's row count. A fast warp writing the next row's sum goes to the other half, so it never
+    overwrites a slot a slow warp is still reading (the next row's barrier orders the reads of this half
+    before the row after next writes it again): day 57's double-buffered slots."""
+    lane = cuda.threadIdx.x % WARP
+    v = warp_sum(v)
+    if lane == 0:
+        slots[p, cuda.threadIdx.x // WARP] = v
+    cuda.syncthreads()
+    v = warp_sum(slots[p, lane] if lane < cuda.blockDim.x // WARP else float32(0.0))
+    return cuda.shfl_sync(FULL_MASK, v, 0)
 
 
 @cuda.jit(device=True)
@@ -312,7 +341,7 @@ def fused_add_rmsnorm_kernel(x, residual, weight, eps, half, out, new_residual):
             r += cuda.gridDim.x
 
 
-@cuda.jit
+@cuda.jit(**_BOUNDS)
 def fused_add_rmsnorm_wide_kernel(x, residual, weight, eps, out, new_residual):  # float32, cols % 4 == 0
     """fused_add_rmsnorm_kernel with 16-byte accesses: float32, cols a multiple of 4 and every array
     16-byte aligned (the host checks), so each row is vecs = cols / 4 aligned groups; thread t owns the
@@ -324,7 +353,7 @@ def fused_add_rmsnorm_wide_kernel(x, residual, weight, eps, out, new_residual): 
     new_residual (wide.store4) while summing squares; block_sum; out = held * inv * w (wide.store4).
     Longer rows (given): chunks of that size, new_residual read back for out.
     """
-    slots = cuda.shared.array(MAX_WARPS, float32)
+    slots = cuda.shared.array((2, MAX_WARPS), float32)  # double-buffered: one barrier a row
     held = cuda.local.array(ITEMS, float32)
     w = cuda.local.array(ITEMS, float32)
     ut = uint64(cuda.threadIdx.x)
@@ -332,11 +361,12 @@ def fused_add_rmsnorm_wide_kernel(x, residual, weight, eps, out, new_residual): 
     vecs = uint64(cols // VEC)
     last = vecs - uint64(1)
     r = cuda.blockIdx.x
+    p = 0  # the parity of the block's row count: which half of the slots this row's sum uses
     if vecs <= GROUPS * THREADS:
         # EXERCISE: the same with 16-byte groups: wide.load4 / wide.store4 at column VEC * g
         for j in range(GROUPS):
             g = ut + uint64(j * THREADS)
-            if g < vecs:
+            if WEIGHT_HELD and g < vecs:
                 w[VEC * j], w[VEC * j + 1], w[VEC * j + 2], w[VEC * j + 3] = wide.load4(weight, VEC * g)
         while r < rows:
             for j in range(GROUPS):  # every load of the row in flight before the first store: no branch
@@ -356,10 +386,13 @@ def fused_add_rmsnorm_wide_kernel(x, residual, weight, eps, out, new_residual): 
                     h0, h1, h2, h3 = held[VEC * j], held[VEC * j + 1], held[VEC * j + 2], held[VEC * j + 3]
                     wide.store4(new_residual, r, VEC * g, (h0, h1, h2, h3))
                     ss += (h0 * h0 + h1 * h1) + (h2 * h2 + h3 * h3)
-            inv = inv_rms(block_sum(ss, slots), cols, eps)
+            inv = inv_rms(block_sum_parity(ss, slots, p), cols, eps)
+            p ^= 1
             for j in range(GROUPS):
                 g = ut + uint64(j * THREADS)
                 if g < vecs:
+                    if not WEIGHT_HELD:  # from L1 (every block's rows read the same 16 KB): 16 registers saved
+                        w[VEC * j], w[VEC * j + 1], w[VEC * j + 2], w[VEC * j + 3] = wide.load4(weight, VEC * g)
                     wide.store4(out, r, VEC * g, (held[VEC * j] * inv * w[VEC * j],
                                                   held[VEC * j + 1] * inv * w[VEC * j + 1],
                                                   held[VEC * j + 2] * inv * w[VEC * j + 2],
@@ -388,7 +421,8 @@ def fused_add_rmsnorm_wide_kernel(x, residual, weight, eps, out, new_residual): 
                         wide.store4(new_residual, r, VEC * g, (h0, h1, h2, h3))
                         ss += (h0 * h0 + h1 * h1) + (h2 * h2 + h3 * h3)
                 g0 += uint64(GROUPS * THREADS)
-            inv = inv_rms(block_sum(ss, slots), cols, eps)
+            inv = inv_rms(block_sum_parity(ss, slots, p), cols, eps)
+            p ^= 1
             g = ut
             while g < vecs:
                 h0, h1, h2, h3 = wide.load4(new_residual, r, VEC * g)
@@ -398,7 +432,7 @@ def fused_add_rmsnorm_wide_kernel(x, residual, weight, eps, out, new_residual): 
             r += cuda.gridDim.x
 
 
-@cuda.jit
+@cuda.jit(**_BOUNDS16)
 def fused_add_rmsnorm_half8_kernel(x, residual, weight, eps, out, new_residual):  # float16, cols % 8 == 0
     """fused_add_rmsnorm_wide_kernel for float16: 16-byte accesses of eight halves (wide.load8 /
     wide.store8), cols a multiple of 8, every array 16-byte aligned and cols <= ITEMS * THREADS (the host
@@ -408,7 +442,7 @@ def fused_add_rmsnorm_half8_kernel(x, residual, weight, eps, out, new_residual):
     (no branch: past the row, the last group again, its sums dropped), each sum rounded to float16
     (rounded(s, True): what torch stores and the next layer reads); new_residual (wide.store8) while
     summing the float32 squares; block_sum; out = held * inv * w (wide.store8)."""
-    slots = cuda.shared.array(MAX_WARPS, float32)
+    slots = cuda.shared.array((2, MAX_WARPS), float32)  # double-buffered: one barrier a row
     held = cuda.local.array(ITEMS, float32)
     w = cuda.local.array(ITEMS, float32)
     ut = uint64(cuda.threadIdx.x)
@@ -416,6 +450,7 @@ def fused_add_rmsnorm_half8_kernel(x, residual, weight, eps, out, new_residual):
     vecs = uint64(cols // VEC16)
     last = vecs - uint64(1)
     r = cuda.blockIdx.x
+    p = 0  # the parity of the block's row count: which half of the slots this row's sum uses
     for j in range(GROUPS16):
         g = ut + uint64(j * THREADS)
         gg = min(g, last)
@@ -445,7 +480,8 @@ def fused_add_rmsnorm_half8_kernel(x, residual, weight, eps, out, new_residual):
                                                          held[k + 4], held[k + 5], held[k + 6], held[k + 7]))
                 for e in range(VEC16):
                     ss += held[k + e] * held[k + e]
-        inv = inv_rms(block_sum(ss, slots), cols, eps)
+        inv = inv_rms(block_sum_parity(ss, slots, p), cols, eps)
+        p ^= 1
         for j in range(GROUPS16):
             g = ut + uint64(j * THREADS)
             if g < vecs:
@@ -471,9 +507,9 @@ KERNELS = {
 }
 
 
-def _grid(rows: int) -> int:
+def _grid(rows: int, blocks_per_sm: int = BLOCKS_PER_SM) -> int:
     """A block per row, as many blocks as the GPU holds at once; each block strides over the rows."""
-    return launch.grid_stride_blocks(rows * THREADS, THREADS, BLOCKS_PER_SM)
+    return launch.grid_stride_blocks(rows * THREADS, THREADS, blocks_per_sm)
 
 
 def naive(x, residual, weight, eps):
@@ -501,7 +537,7 @@ def optimized(x, residual, weight, eps):
         fused_add_rmsnorm_wide_kernel[_grid(rows), THREADS](
             d_x, d_res, d_w, np.float32(eps), out, new_residual)
     elif x.dtype == np.float16 and cols % VEC16 == 0 and cols <= ITEMS * THREADS and aligned:
-        fused_add_rmsnorm_half8_kernel[_grid(rows), THREADS](
+        fused_add_rmsnorm_half8_kernel[_grid(rows, BLOCKS_PER_SM16), THREADS](
             d_x, d_res, d_w, np.float32(eps), out, new_residual)
     else:  # rows off the 16-byte grid, longer float16 rows: one 2- or 4-byte access an element
         fused_add_rmsnorm_kernel[_grid(rows), THREADS](

@@ -1,4 +1,5 @@
-"""Day 56 grader: softmax I, three passes over the row vs the online softmax (one read pass + one write pass)."""
+"""Day 56 grader: softmax I, three passes over the row vs the online softmax (one read pass + one write pass),
+then the online softmax with the row held in registers (one read)."""
 
 import numpy as np
 import pytest
@@ -77,29 +78,64 @@ def test_naive_reads_the_row_three_times():
 
 
 @pytest.mark.parametrize("n", (ALIGNED, (1, 4097)), ids=["aligned", "ragged"])
-def test_optimized_reads_the_row_twice(n):
+def test_online_reads_the_row_twice(n):
     """The online softmax's point: one read pass for (m, s), one read + write pass for the output."""
-    reads, writes = _read_passes("optimized", n)
+    reads, writes = _read_passes("online", n)
     assert reads <= 2.05, (
-        f"optimized: x read {reads:.2f} times from global memory; the running max and rescaled sum need "
+        f"online: x read {reads:.2f} times from global memory; the running max and rescaled sum need "
         "ONE pass, then one more to write: two reads in all")
-    assert reads >= 1.95, f"optimized: x read only {reads:.2f} times: every element must be read"
-    assert 0.95 <= writes <= 1.05, f"optimized: out written {writes:.2f} times, expected once"
+    assert reads >= 1.95, f"online: x read only {reads:.2f} times: every element must be read"
+    assert 0.95 <= writes <= 1.05, f"online: out written {writes:.2f} times, expected once"
 
 
-def test_optimized_merges_in_registers():
+@pytest.mark.parametrize("n", (ALIGNED, (9, 2048), (2, 4096)), ids=["1024", "2048", "4096"])
+def test_optimized_reads_the_row_once(n):
+    """The row held in registers: x read ONCE, out written once from the registers, 16-byte accesses."""
+    reads, writes = _read_passes("optimized", n)
+    assert 0.95 <= reads <= 1.05, (
+        f"optimized{n}: x read {reads:.2f} times; hold the row in registers and write the output from them")
+    assert 0.95 <= writes <= 1.05, f"optimized{n}: out written {writes:.2f} times, expected once"
+    t = g.traffic("optimized", n)
+    assert t.sectors_per_load >= 15, f"optimized{n}: {t.sectors_per_load:.1f} sectors a load: use wide.load4"
+
+
+def test_optimized_off_the_grid_reads_twice():
+    """Rows off the 16-byte grid are not held: optimized hands them to the online kernel (two reads)."""
+    reads, _ = _read_passes("optimized", (1, 4097))
+    assert 1.95 <= reads <= 2.05, f"optimized(1, 4097): x read {reads:.2f} times; expected the online kernel's 2"
+
+
+def test_online_merges_in_registers():
     """The block's (m, s) pairs travel by shuffle (shfl.sync), the loads are several in flight, and the
     running pair stays in registers (no stack frame)."""
-    rep = g.report("optimized")
-    assert rep.count("shfl.sync") > 0, "optimized: no shfl.sync: merge the warp's (m, s) pairs with shuffles"
-    assert not rep.uses_local_memory, f"optimized: {rep.stack_bytes} bytes of stack (local memory)"
+    rep = g.report("online")
+    assert rep.count("shfl.sync") > 0, "online: no shfl.sync: merge the warp's (m, s) pairs with shuffles"
+    assert not rep.uses_local_memory, f"online: {rep.stack_bytes} bytes of stack (local memory)"
     assert rep.loads_in_flight >= 2, (
-        f"optimized: at most {rep.loads_in_flight} global load(s) back to back in the PTX: issue several "
+        f"online: at most {rep.loads_in_flight} global load(s) back to back in the PTX: issue several "
         "independent loads a trip before the arithmetic")
 
 
+@pytest.mark.parametrize("label", ("optimized", "optimized.32768", "optimized.edge"))
+def test_optimized_holds_the_row_in_registers(label):
+    """The held row is registers (no stack frame: only constant indices into it), the loads of a row that
+    fills its class all issued before the arithmetic; the warps' pairs meet in shared memory behind a
+    barrier. (optimized.32768 and .edge guard each group: day 57's block kernel's form.)"""
+    rep = g.report(label)
+    assert not rep.uses_local_memory, (
+        f"{label}: {rep.stack_bytes} bytes of stack (local memory): index the held row only with constants")
+    assert rep.count("shfl.sync") > 0, f"{label}: no shfl.sync: merge the warp's (m, s) pairs with shuffles"
+    assert rep.count("st.shared") > 0 and rep.count("bar.sync") > 0, (
+        f"{label}: no st.shared / bar.sync: the warps' pairs meet in shared memory behind a barrier")
+    if label == "optimized":  # a row filling its class (4096): no guard, so no branch between the loads
+        assert rep.loads_in_flight >= 8, (
+            f"{label}: {rep.loads_in_flight} loads back to back; the thread's 16-byte loads should all be "
+            "issued before the arithmetic (no branch around them)")
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("n", ((64, 131072), (1024, 32768), (8192, 4096)), ids=["128k", "32k", "4k"])
+@pytest.mark.parametrize("n", ((64, 131072), (1024, 32768), (8192, 4096), (1000, 32764), (333, 8196)),
+                         ids=["128k", "32k", "4k", "32k-4", "8k+4"])
 @pytest.mark.parametrize("version", sol.VERSIONS)
 def test_large(version, n):
     """A 128k vocabulary row, a 32k one, attention-sized rows."""
