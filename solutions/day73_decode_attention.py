@@ -5,15 +5,19 @@ num_kv_heads) the KV head that query head h reads (GQA; MQA when num_kv_heads = 
 cache past a sequence's context hold garbage (NaN in the tests): never let them in.
 
 v1 naive      a thread per (sequence, head), two passes over the tokens: 2048 threads, nothing coalesced.
-v2 optimized  a block per (sequence, head): 8-byte words, 8 lanes a token, 16-row trips, base-2 online softmax.
+v2 optimized  a block per (sequence, KV head, 512-row partition) holding the GQA group's query heads:
+              each K/V word loaded and converted once for all of them; 8-byte words, 8 lanes a token,
+              the next trip's loads in flight, base-2 online softmax; a small kernel merges partitions.
 
 Napkin math (bench: 64 sequences, 32 query heads over 8 KV heads, head_dim 128, context 4096, float16
 cache): K and V hold 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB; the FLOPs are 2 * 2 * 64 * 32 * 4096 *
 128 = 4.3 GFLOP. 4 FLOP per byte, while the H200 can do ~12 FP32 FLOP per byte it reads (51 TFLOP/s /
 4.1 TB/s): decode is memory-bound. Floor: 1.07 GB / 4.1 TB/s = 262 us. The issue budget is tight too:
 in 262 us, 64 * 32 * 4096 = 8.4 M (token, head) pairs against 132 SMs * 4 schedulers * 1.98 GHz = 1.05e12
-warp instructions a second: ~33 warp instructions per (token, head). A first design spent ~200; this one
-~40 PTX (its trip loop: 648 for 16 rows), more than half of them unpacking fp16 from the words.
+warp instructions a second: ~33 warp instructions per (token, head). A first design spent ~200; a block
+per query head ~40, and made the L2 serve each row to 4 blocks. With the group in one block a word is
+unpacked once for 4 heads. The bench's contexts are ragged (1..4096, 562 MB live, floor ~134 us): the
+partitions keep the longest sequences from running alone on a few SMs at the end.
 """
 
 import functools
@@ -37,7 +41,11 @@ ERROR_FLOOR = 1e-2  # outputs average thousands of random rows towards zero (cou
 WARP = 32
 # optimized: 128 threads per (sequence, head) block; 64 in the simulator, which pays per thread
 WARPS = 2 if DEVICE.kind == "sim" else 4
-ROW_STEP = 16  # optimized: rows a warp starts per trip
+ROW_STEP = 16  # optimized: rows a warp trip covers at one or two heads a block (half that at 3-4)
+MAX_GROUP = 4  # optimized: query heads of one KV head per block (a larger group is split in equal chunks)
+# optimized: rows per partition, one block each (0: the whole cache, no merge). At the bench, 4096-row
+# contexts in 8 partitions; in the simulator small enough that the tests' contexts span several.
+PART_TOKENS = 32 if DEVICE.kind == "sim" else 512
 MAX_HEAD_DIM = 128  # q and the output row live in registers, 16 columns per lane
 NAIVE_THREADS = 64
 FULL_MASK = 0xFFFFFFFF
@@ -145,17 +153,23 @@ def decode_naive_kernel(query, key_cache, value_cache, context_lens, scale, out)
 # load per lane per element, each behind 4-D signed index arithmetic (multiply by strides, test for a
 # negative index and wrap it), and five shuffles per token: ~200 instructions per token and head for
 # 512 bytes of K and V. The SMs' issue rate, not HBM, set the pace (~2 % of the copy rate). The design
-# below spends ~40 PTX instructions per token and head, more than half of them unpacking the words:
+# below spends a few dozen instructions per (token, KV head) for all the query heads sharing it:
 #
 # - The caches are read as flat 8-byte words (four fp16 or two fp32 per load), at unsigned offsets:
 #   one add per load and no wraparound test.
-# - A kernel is compiled per (head_dim, cache dtype). The sizes below are then Python constants:
-#   every per-lane loop unrolls and the per-lane arrays live in registers.
+# - A kernel is compiled per (head_dim, cache dtype, heads per block). The sizes below are then Python
+#   constants: every per-lane loop unrolls and the per-lane arrays live in registers.
 # - G lanes share a token (8 at head_dim 128), each holding 16 columns of q and of the output. Lane j
 #   of a group loads words j, j + G, j + 2G, ...: one warp instruction reads G * 8 contiguous bytes of
 #   each of its 32 / G rows, whole 32-byte sectors.
-# - A warp trip covers 16 rows (TOK rows per group) and issues all their loads before any arithmetic.
-# - A dot product needs log2(G) shuffles (3), shared by the trip's TOK rows in flight.
+# - A block holds HG query heads of one KV head (the GQA group, or an equal chunk of it): each word of
+#   K and V is loaded and converted once and used HG times, so DRAM, L2 and the load pipeline see
+#   each KV row once instead of once per query head.
+# - Warps take trips of rows round-robin, and each warp issues the next trip's loads before this
+#   trip's arithmetic: one trip always in flight while the other is reduced.
+# - The context is cut into partitions of PART_TOKENS rows, a block each (FlashDecoding's split):
+#   a sequence of 4096 tokens no longer keeps one block busy long after the short ones are done, and
+#   a batch of few sequences still fills the GPU. A small merge kernel combines the partitions.
 
 
 def lane_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
@@ -171,55 +185,85 @@ def lane_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
     return per_word, row_words, lanes, words, words * per_word
 
 
+def heads_per_block(num_heads: int, num_kv_heads: int, limit: int = MAX_GROUP) -> int:
+    """The largest divisor of the GQA group (num_heads // num_kv_heads) up to ``limit``: equal chunks,
+    so a block never holds query heads of two KV heads (group 6 at limit 4: 3 + 3, not 4 + 2)."""
+    group = num_heads // num_kv_heads
+    return max(h for h in range(1, min(group, limit) + 1) if group % h == 0)
+
+
+def rows_per_group(heads: int, lanes: int) -> int:
+    """Rows each lane group takes per trip: ROW_STEP rows per warp trip at one head a block, half that
+    at more. Two trips of words are in flight (the prefetch), and q and the accumulators of HG heads
+    take 2 * HG * 16 registers a lane at head_dim 128: at HG = 4, 128 of the 255 a thread may hold."""
+    rows = max(1, ROW_STEP // (WARP // lanes))
+    return rows if heads == 1 else max(1, rows // 2)
+
+
 @functools.cache
-def decode_kernel(head_dim: int, cache_dtype: str, num_warps: int = WARPS):
-    """The optimized kernel for one (head_dim, cache dtype). Launch: grid (num_heads, num_seqs),
-    num_warps * 32 threads; arguments (query (num_seqs, num_heads, head_dim), key_words, value_words
-    (the caches as flat uint64 words), context_lens, scale * log2(e), num_kv_heads, max_len, out)."""
+def decode_kernel(head_dim: int, cache_dtype: str, heads: int = 1, num_warps: int = WARPS):
+    """The optimized kernel for one (head_dim, cache dtype, query heads per block, warps per block).
+    Launch: grid (num_heads // heads, num_seqs, partitions), num_warps * 32 threads; arguments
+    (part_out (num_seqs, num_heads, partitions, head_dim), part_max, part_sum (num_seqs, num_heads,
+    partitions), query (num_seqs, num_heads, head_dim), key_words, value_words (the caches as flat
+    uint64 words), context_lens, scale * log2(e), num_kv_heads, max_len, part_tokens). Each block
+    writes its partition's normalized output with its running max and exp-sum (base 2)."""
     elem = np.dtype(cache_dtype).type
     PW, ROW_WORDS, G, WL, VEC = lane_layout(head_dim, np.dtype(cache_dtype).itemsize)
     NG = WARP // G  # rows a warp works on side by side, one per group of G lanes (4 at head_dim 128)
-    TOK = max(1, ROW_STEP // NG)  # rows per group per trip
-    TRIP = NG * TOK  # rows per warp trip (16)
+    TOK = rows_per_group(heads, G)  # rows per group per trip
+    TRIP = NG * TOK  # rows per warp trip
     KW = TOK * WL  # words of K (and of V) a lane holds per trip
-    NW, HEAD_DIM = num_warps, head_dim
+    HG, NW, HEAD_DIM = heads, num_warps, head_dim
+    QN, SN, SMN = HG * VEC, HG * TOK, HG * head_dim  # array sizes must be plain constants for Numba
 
     @cuda.jit(fastmath=True)  # exp2 -> one ex2.approx instruction; the softmax is float32 anyway
-    def decode_attention_kernel(query, key_words, value_words, context_lens, scale, num_kv_heads, max_len,
-                                out):
-        """One block of NW warps per (query head h = blockIdx.x, sequence seq = blockIdx.y).
+    def decode_attention_kernel(part_out, part_max, part_sum, query, key_words, value_words, context_lens,
+                                scale, num_kv_heads, max_len, part_tokens):
+        """One block of NW warps per (HG query heads of one KV head: h0 = blockIdx.x * HG, sequence
+        seq = blockIdx.y, partition blockIdx.z: rows [first, end) = [z * part_tokens, min(first +
+        part_tokens, ctx)); return at once if first >= end, the merge never reads that partition).
         1. Indices: warp, lane = tid // WARP, tid % WARP; grp = lane // G (the row of each trip this
-           lane's group takes); gl = lane % G (its words: gl, gl + G, ...); kv_head; ctx.
+           lane's group takes); gl = lane % G (its words: gl, gl + G, ...); kv_head = h0 // group.
            row_words = uint32(num_kv_heads * ROW_WORDS); base = uint64(seq) * uint64(max_len) *
            uint64(row_words) + uint64(kv_head * ROW_WORDS + gl): word gl of row 0 of this KV head.
-        2. Registers: cuda.local.array for q, acc (VEC float32), s (TOK float32), kbuf, vbuf (KW uint64);
-           k = kbuf.view(elem), v = vbuf.view(elem). q[w * PW + j] = query[seq, h, (gl + G * w) * PW + j]
-           * scale (scale already carries log2 e), acc = 0; m = NO_LOGIT, l = float32(0.0).
-        3. for t0 in range(warp * TRIP, ctx, NW * TRIP): loads first -- for each u < TOK,
-           row = min(t0 + u * NG + grp, ctx - 1) (a dead row re-reads the last live one),
-           off = base + uint64(uint32(row)) * uint64(row_words), kbuf[u * WL + w] = key_words[off +
-           uint64(G * w)] (and vbuf). Then s[u] = sum over e < VEC of q[e] * float32(k[u * VEC + e]);
-           butterfly o = G // 2, ..., 1: s[u] += cuda.shfl_xor_sync(FULL_MASK, s[u], o). Dead rows
-           (t0 + u * NG + grp >= ctx) get s[u] = DEAD; m_new = max(m, s...); correction =
-           math.exp2(m - m_new); rescale l and acc; p = math.exp2(s[u] - m_new); l += p;
-           acc[e] += p * float32(v[u * VEC + e]); m = m_new.
+        2. Registers: cuda.local.array for q, acc (HG * VEC float32), m, l (HG), s (HG * TOK), and two
+           trips of words: kbuf, vbuf, kn, vn (KW uint64); k = kbuf.view(elem), v = vbuf.view(elem).
+           q[hh * VEC + w * PW + j] = query[seq, h0 + hh, (gl + G * w) * PW + j] * scale (scale
+           carries log2 e), acc = 0, m = NO_LOGIT, l = 0.
+        3. Trips: t0 = first + warp * TRIP, then += NW * TRIP while t0 < end. Load a trip: for u < TOK,
+           row = min(t0 + u * NG + grp, end - 1) (a dead row re-reads the last live one), off = base +
+           uint64(uint32(row)) * uint64(row_words), kbuf[u * WL + w] = key_words[off + uint64(G * w)]
+           (and vbuf). Load trip one before the loop; in the loop load the next trip into kn, vn
+           (if it starts before end), then reduce this one: for each head hh, s[hh * TOK + u] = sum
+           over e < VEC of q[hh * VEC + e] * float32(k[u * VEC + e]); butterfly o = G // 2, ..., 1:
+           s[i] += cuda.shfl_xor_sync(FULL_MASK, s[i], o). Dead rows (t0 + u * NG + grp >= end) get
+           DEAD; per head m_new = max(m, s...), correction = math.exp2(m - m_new), rescale l and acc,
+           p = math.exp2(s - m_new), l += p, acc += p * float32(v[u * VEC + e]). Copy kn, vn to kbuf,
+           vbuf.
         4. Fold the NG groups: for o = G, 2G, ... < WARP, shuffle m, l and every acc[e] with xor o and
            combine the two partial softmaxes (each side scaled by exp2(its max - the larger max)).
-        5. sm_acc (NW, HEAD_DIM), sm_m, sm_l (NW) in shared memory: group 0's lanes write their columns
-           of acc, lane 0 writes m and l; cuda.syncthreads(); then for d in range(tid, HEAD_DIM, NW * WARP)
-           merge the warps the same way and write out[seq, h, d] = o_d / total."""
-        # EXERCISE: 16-row trips: loads, dots, G-lane shuffles, base-2 online softmax; fold groups; merge warps
-        # grid (num_heads, num_seqs): the query heads sharing a KV head are neighbouring blocks,
-        # resident together, so the L2 serves their repeated reads of that head's rows.
-        h = cuda.blockIdx.x
+        5. sm_acc (NW, HG * HEAD_DIM), sm_m, sm_l (NW, HG) in shared memory: group 0's lanes write
+           their columns, lane 0 writes m and l; cuda.syncthreads(); then for i in range(tid, HG *
+           HEAD_DIM, NW * WARP) merge the warps the same way: part_out[seq, h0 + hh, z, d] = o_d /
+           total, and at d = 0 part_max = the largest max, part_sum = total."""
+        # EXERCISE: HG heads a block, next trip's loads in flight, G-lane dots, online softmax, fold, merge warps
+        # grid (num_heads // HG, num_seqs, partitions): the chunks of one KV head's group are
+        # neighbouring blocks; with HG = the whole group each KV row has one reader.
+        h0 = cuda.blockIdx.x * HG
         seq = cuda.blockIdx.y
+        part = cuda.blockIdx.z
         tid = cuda.threadIdx.x
         warp = tid // WARP
         lane = tid % WARP
         grp = lane // G  # which of the trip's side-by-side rows this lane works on
         gl = lane % G  # which words of the row it holds: gl, gl + G, gl + 2G, ...
-        kv_head = h // (query.shape[1] // num_kv_heads)
+        kv_head = h0 // (query.shape[1] // num_kv_heads)
         ctx = context_lens[seq]
+        first = part * part_tokens
+        end = min(first + part_tokens, ctx)
+        if first >= end:
+            return  # a partition past this sequence's context: the merge never reads it
         # Row r of this sequence starts at word (seq * max_len + r) * row_words + kv_head * ROW_WORDS.
         # 64-bit once per block; per row one 32 x 32 -> 64-bit multiply-add.
         row_words = uint32(num_kv_heads * ROW_WORDS)  # one token's row across all KV heads
@@ -227,100 +271,152 @@ def decode_kernel(head_dim: int, cache_dtype: str, num_warps: int = WARPS):
                 + uint64(kv_head * ROW_WORDS + gl))
 
         # Fixed-size arrays indexed only by unrolled constant loops: LLVM keeps them in registers.
-        q = cuda.local.array(VEC, float32)  # this lane's columns of q, pre-scaled by scale * log2(e)
-        acc = cuda.local.array(VEC, float32)  # running sum of p * V, same columns
-        s = cuda.local.array(TOK, float32)  # the trip's logits
-        kbuf = cuda.local.array(KW, uint64)  # (TOK, WL) words as loaded
+        q = cuda.local.array(QN, float32)  # (HG, VEC): this lane's columns of each head's q, pre-scaled
+        acc = cuda.local.array(QN, float32)  # (HG, VEC): running sums of p * V, same columns
+        m = cuda.local.array(HG, float32)  # per head: the group's running max and exp-sum
+        l = cuda.local.array(HG, float32)
+        s = cuda.local.array(SN, float32)  # (HG, TOK): the trip's logits
+        kbuf = cuda.local.array(KW, uint64)  # (TOK, WL) words of this trip, as loaded
         vbuf = cuda.local.array(KW, uint64)
+        kn = cuda.local.array(KW, uint64)  # the next trip's words, in flight during this trip's math
+        vn = cuda.local.array(KW, uint64)
         k = kbuf.view(elem)  # the same registers read as (TOK, VEC) cache elements
         v = vbuf.view(elem)
-        for w in range(WL):
-            for j in range(PW):
-                q[w * PW + j] = query[seq, h, (gl + G * w) * PW + j] * scale
-                acc[w * PW + j] = 0.0
-        # Finite, so a group that has seen no token yet rescales by exp2(0) = 1, never by
-        # exp2(-inf - -inf) = NaN.
-        m = NO_LOGIT
-        l = float32(0.0)
+        for hh in range(HG):
+            for w in range(WL):
+                for j in range(PW):
+                    q[hh * VEC + w * PW + j] = query[seq, h0 + hh, (gl + G * w) * PW + j] * scale
+                    acc[hh * VEC + w * PW + j] = 0.0
+            # Finite, so a group that has seen no token yet rescales by exp2(0) = 1, never by
+            # exp2(-inf - -inf) = NaN.
+            m[hh] = NO_LOGIT
+            l[hh] = 0.0
 
-        for t0 in range(warp * TRIP, ctx, NW * TRIP):  # warps take 16-row trips round-robin
-            # Every load first: 2 * KW independent 8-byte words per lane in flight. A row past the
-            # context is never read (it may hold NaN, and NaN * 0 is NaN): it re-reads the last live
-            # row, an L1 hit, and is masked out of the softmax below.
+        # A row past the partition is never read (past the context it may hold NaN, and NaN * 0 is
+        # NaN): it re-reads the last live row, an L1 hit, and is masked out of the softmax below.
+        t0 = first + warp * TRIP
+        if t0 < end:
             for u in range(TOK):
-                row = min(t0 + u * NG + grp, ctx - 1)
+                row = min(t0 + u * NG + grp, end - 1)
                 off = base + uint64(uint32(row)) * uint64(row_words)
                 for w in range(WL):
                     kbuf[u * WL + w] = key_words[off + uint64(G * w)]
                     vbuf[u * WL + w] = value_words[off + uint64(G * w)]
-            # This lane's share of each dot product, then log2(G) butterfly steps: every lane of the
-            # group ends with the whole logit (base 2: q carries log2 e).
-            for u in range(TOK):
-                dot = float32(0.0)
-                for e in range(VEC):
-                    dot += q[e] * float32(k[u * VEC + e])
-                s[u] = dot
+        while t0 < end:  # warp-uniform: every lane of a warp runs the same trips (the shuffles need it)
+            nxt = t0 + NW * TRIP
+            if nxt < end:  # the next trip's 2 * KW words go out before this trip's arithmetic
+                for u in range(TOK):
+                    row = min(nxt + u * NG + grp, end - 1)
+                    off = base + uint64(uint32(row)) * uint64(row_words)
+                    for w in range(WL):
+                        kn[u * WL + w] = key_words[off + uint64(G * w)]
+                        vn[u * WL + w] = value_words[off + uint64(G * w)]
+            # This lane's share of each dot product, for every head, then log2(G) butterfly steps:
+            # every lane of the group ends with the whole logits (base 2: q carries log2 e).
+            for hh in range(HG):
+                for u in range(TOK):
+                    dot = float32(0.0)
+                    for e in range(VEC):
+                        dot += q[hh * VEC + e] * float32(k[u * VEC + e])
+                    s[hh * TOK + u] = dot
             o = G // 2
             while o > 0:
-                for u in range(TOK):
-                    s[u] += cuda.shfl_xor_sync(FULL_MASK, s[u], o)
+                for i in range(SN):
+                    s[i] += cuda.shfl_xor_sync(FULL_MASK, s[i], o)
                 o //= 2
-            # Online softmax: rescale what the group has by exp2(m_old - m_new) when the max grows.
-            m_new = m
-            for u in range(TOK):
-                if t0 + u * NG + grp >= ctx:
-                    s[u] = DEAD  # exp2(-inf) = 0: the dead row drops out
-                m_new = max(m_new, s[u])
-            correction = math.exp2(m - m_new)
-            l *= correction
-            for e in range(VEC):
-                acc[e] *= correction
-            for u in range(TOK):
-                p = math.exp2(s[u] - m_new)
-                l += p
+            # Online softmax per head: rescale what the group has by exp2(m_old - m_new) when the max
+            # grows. Each V element is converted once and used by every head.
+            for hh in range(HG):
+                m_new = m[hh]
+                for u in range(TOK):
+                    if t0 + u * NG + grp >= end:
+                        s[hh * TOK + u] = DEAD  # exp2(-inf) = 0: the dead row drops out
+                    m_new = max(m_new, s[hh * TOK + u])
+                correction = math.exp2(m[hh] - m_new)
+                l[hh] *= correction
                 for e in range(VEC):
-                    acc[e] += p * float32(v[u * VEC + e])
-            m = m_new
+                    acc[hh * VEC + e] *= correction
+                for u in range(TOK):
+                    p = math.exp2(s[hh * TOK + u] - m_new)
+                    l[hh] += p
+                    for e in range(VEC):
+                        acc[hh * VEC + e] += p * float32(v[u * VEC + e])
+                m[hh] = m_new
+            for i in range(KW):  # the next trip becomes this one (register moves)
+                kbuf[i] = kn[i]
+                vbuf[i] = vn[i]
+            t0 = nxt
 
         # Fold the warp's NG groups (lanes gl, gl + G, ... hold the same columns): log2(NG) steps.
         o = G
         while o < WARP:
-            m_o = cuda.shfl_xor_sync(FULL_MASK, m, o)
-            l_o = cuda.shfl_xor_sync(FULL_MASK, l, o)
-            m_new = max(m, m_o)
-            a = math.exp2(m - m_new)
-            b = math.exp2(m_o - m_new)
-            l = l * a + l_o * b
-            for e in range(VEC):
-                acc[e] = acc[e] * a + cuda.shfl_xor_sync(FULL_MASK, acc[e], o) * b
-            m = m_new
+            for hh in range(HG):
+                m_o = cuda.shfl_xor_sync(FULL_MASK, m[hh], o)
+                l_o = cuda.shfl_xor_sync(FULL_MASK, l[hh], o)
+                m_new = max(m[hh], m_o)
+                a = math.exp2(m[hh] - m_new)
+                b = math.exp2(m_o - m_new)
+                l[hh] = l[hh] * a + l_o * b
+                for e in range(VEC):
+                    acc[hh * VEC + e] = acc[hh * VEC + e] * a \
+                        + cuda.shfl_xor_sync(FULL_MASK, acc[hh * VEC + e], o) * b
+                m[hh] = m_new
             o *= 2
 
-        # Merge the warps once through shared memory: (NW, head_dim) floats, whatever the context.
-        sm_acc = cuda.shared.array((NW, HEAD_DIM), float32)
-        sm_m = cuda.shared.array(NW, float32)
-        sm_l = cuda.shared.array(NW, float32)
+        # Merge the warps once through shared memory: (NW, HG * head_dim) floats, whatever the context.
+        sm_acc = cuda.shared.array((NW, SMN), float32)
+        sm_m = cuda.shared.array((NW, HG), float32)
+        sm_l = cuda.shared.array((NW, HG), float32)
         if grp == 0:
-            for w in range(WL):
-                for j in range(PW):
-                    sm_acc[warp, (gl + G * w) * PW + j] = acc[w * PW + j]
+            for hh in range(HG):
+                for w in range(WL):
+                    for j in range(PW):
+                        sm_acc[warp, hh * HEAD_DIM + (gl + G * w) * PW + j] = acc[hh * VEC + w * PW + j]
         if lane == 0:
-            sm_m[warp] = m
-            sm_l[warp] = l
+            for hh in range(HG):
+                sm_m[warp, hh] = m[hh]
+                sm_l[warp, hh] = l[hh]
         cuda.syncthreads()
-        for d in range(tid, HEAD_DIM, NW * WARP):
-            m_all = sm_m[0]
+        for i in range(tid, SMN, NW * WARP):
+            hh = i // HEAD_DIM
+            d = i % HEAD_DIM
+            m_all = sm_m[0, hh]
             for w in range(1, NW):
-                m_all = max(m_all, sm_m[w])
+                m_all = max(m_all, sm_m[w, hh])
             total = float32(0.0)
             o_d = float32(0.0)
             for w in range(NW):
-                c = math.exp2(sm_m[w] - m_all)  # a warp that saw no token: l = 0, acc = 0, c = 0
-                total += sm_l[w] * c
-                o_d += sm_acc[w, d] * c
-            out[seq, h, d] = o_d / total
+                c = math.exp2(sm_m[w, hh] - m_all)  # a warp that saw no row: l = 0, acc = 0, c = 0
+                total += sm_l[w, hh] * c
+                o_d += sm_acc[w, i] * c
+            part_out[seq, h0 + hh, part, d] = o_d / total
+            if d == 0:
+                part_max[seq, h0 + hh, part] = m_all
+                part_sum[seq, h0 + hh, part] = total
 
     return decode_attention_kernel
+
+
+@cuda.jit(fastmath=True)
+def merge_partitions_kernel(out, part_out, part_max, part_sum, context_lens, part_tokens):
+    # out: (num_seqs, num_heads, head_dim); part_out: (num_seqs, num_heads, partitions, head_dim)
+    # One block per (head, sequence), a thread per column: partition p's normalized output weighs in
+    # with its exp-sum scaled to the common max, l_p 2^(m_p - M). Only the partitions that ran are read:
+    # ceil(ctx / part_tokens) of them, (head_dim + 2) floats each -- a few MB against the cache's GB.
+    h = cuda.blockIdx.x
+    seq = cuda.blockIdx.y
+    d = cuda.threadIdx.x
+    n_parts = (context_lens[seq] + part_tokens - 1) // part_tokens
+    m_all = part_max[seq, h, 0]  # the same address in every lane: one broadcast load per warp
+    for p in range(1, n_parts):
+        m_all = max(m_all, part_max[seq, h, p])
+    total = float32(0.0)
+    o_d = float32(0.0)
+    for p in range(n_parts):
+        w = part_sum[seq, h, p] * math.exp2(part_max[seq, h, p] - m_all)
+        total += w
+        o_d += part_out[seq, h, p, d] * w
+    out[seq, h, d] = o_d / total
 
 
 def cache_words(cache, word=np.uint64):
@@ -331,11 +427,14 @@ def cache_words(cache, word=np.uint64):
 
 _SIG = ("void(float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], int32[::1], float32, "
         "float32[:, :, ::1])")
-_SIG_WORDS = ("void(float32[:, :, ::1], uint64[::1], uint64[::1], int32[::1], float32, int32, int32, "
-              "float32[:, :, ::1])")
+_SIG_WORDS = ("void(float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
+              "uint64[::1], uint64[::1], int32[::1], float32, int32, int32, int32)")
+_SIG_MERGE = ("void(float32[:, :, ::1], float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], int32[::1], "
+              "int32)")
 KERNELS = {
     "naive": (decode_naive_kernel, _SIG),
-    "optimized": (decode_kernel(128, "float16"), _SIG_WORDS),  # the benchmark's shape
+    "optimized": (decode_kernel(128, "float16", MAX_GROUP), _SIG_WORDS),  # the benchmark's shape: group 4
+    "optimized.merge": (merge_partitions_kernel, _SIG_MERGE),
 }
 
 
@@ -371,12 +470,24 @@ def naive(query, key_cache, value_cache, context_lens, scale):
 def optimized(query, key_cache, value_cache, context_lens, scale):
     _check(query, key_cache, value_cache, context_lens, scale)
     q, kc, vc, lens = launch.to_device(query, key_cache, value_cache, context_lens)
-    out = launch.empty(query.shape, np.float32)
-    _, max_len, kv_heads, head_dim = key_cache.shape
-    kernel = decode_kernel(head_dim, np.dtype(key_cache.dtype).name)
-    grid = (query.shape[1], query.shape[0])  # (num_heads, num_seqs)
-    kernel[grid, WARPS * WARP](q, cache_words(kc), cache_words(vc), lens, float32(scale * LOG2E), kv_heads,
-                               max_len, out)
+    seqs, heads, head_dim = query.shape
+    _, max_len, kv_heads, _ = key_cache.shape
+    hg = heads_per_block(heads, kv_heads, MAX_GROUP)
+    kernel = decode_kernel(head_dim, np.dtype(key_cache.dtype).name, hg)
+    # Partitions from max_len, which the host knows: reading context_lens back would stall the queue.
+    part_tokens = min(PART_TOKENS, max_len) if PART_TOKENS > 0 else max_len
+    parts = -(-max_len // part_tokens)
+    part_out = launch.empty((seqs, heads, parts, head_dim), np.float32)
+    part_max = launch.empty((seqs, heads, parts), np.float32)
+    part_sum = launch.empty((seqs, heads, parts), np.float32)
+    grid = (heads // hg, seqs, parts)  # head chunks fastest: a group's chunks share rows in L2
+    kernel[grid, WARPS * WARP](part_out, part_max, part_sum, q, cache_words(kc), cache_words(vc), lens,
+                               float32(scale * LOG2E), kv_heads, max_len, part_tokens)
+    if parts == 1:  # one partition is the whole context: its normalized output is the answer
+        out = part_out.reshape(query.shape)
+    else:
+        out = launch.empty(query.shape, np.float32)
+        merge_partitions_kernel[(heads, seqs), head_dim](out, part_out, part_max, part_sum, lens, part_tokens)
     return launch.result(out, query, key_cache, value_cache, context_lens)
 
 

@@ -1,4 +1,5 @@
-"""Day 73 grader: decode attention over a contiguous cache, a thread per head and a block per head."""
+"""Day 73 grader: decode attention over a contiguous cache, a thread per head and a block per KV head
+(its GQA group's query heads, one partition of the context)."""
 
 import re
 
@@ -48,11 +49,26 @@ def test_softmax_is_stable_for_large_scores():
 
 @pytest.mark.parametrize("head_dim, dtype", [(32, "float32"), (128, "float16")])
 def test_every_way_a_trip_can_end(head_dim, dtype):
-    """Contexts around 16-row trips and rounds of warps: 1 lane group of 16 rows per trip (head_dim 32)
-    or 4 groups of 4 rows (head_dim 128), the last trip full, one row long or one row short."""
+    """Contexts around trips, rounds of warps and partitions: 16 lane groups of 1 row per trip
+    (head_dim 32) or 4 groups of 2 rows (head_dim 128, two heads a block), the last trip full, one row
+    long or one row short; in the simulator's 32-row partitions, up to three partitions merged."""
     g.require_implemented("optimized")
     lens = np.array([1, 2, 3, 4, 5, 8, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65], dtype=np.int32)
     query, k, v, _, scale = g.solution.make_inputs((len(lens), 2, 1, head_dim, 65, dtype), seed=5)
+    for s, ctx in enumerate(lens):
+        k[s, ctx:] = np.nan
+        v[s, ctx:] = np.nan
+    checking.assert_matches(g.target.optimized(query, k, v, lens, scale),
+                            g.solution.reference(query, k, v, lens, scale), rtol=RTOL, name="optimized")
+
+
+def test_partitions_and_group_chunks():
+    """MQA with 8 query heads over one KV head (the group split into equal chunks of heads) and
+    contexts around the partition size: one row short of it, exactly it, one row past, several."""
+    g.require_implemented("optimized")
+    part = g.solution.PART_TOKENS or 32
+    lens = np.array([1, part - 1, part, part + 1, 2 * part + 3], dtype=np.int32)
+    query, k, v, _, scale = g.solution.make_inputs((len(lens), 8, 1, 64, 2 * part + 3, "float16"), seed=9)
     for s, ctx in enumerate(lens):
         k[s, ctx:] = np.nan
         v[s, ctx:] = np.nan

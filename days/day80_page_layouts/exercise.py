@@ -8,7 +8,9 @@ vectorized    (num_blocks, num_kv_heads, head_dim // x, block_size, x), x = 16 b
 
 Both versions run one kernel (thread groups over tokens, as on day 78) with narrow groups: G = 4
 lanes per token, lane g holding word g of every 16-byte chunk, so a warp load instruction reads
-chunk c of 8 tokens at once. What those 8 x 16 bytes are in memory depends only on the layout:
+chunk c of 8 tokens at once; a block holds MAX_GROUP query heads of one KV head (day 79's schedule),
+so each word is loaded and converted once for both. What those 8 x 16 bytes are in memory depends
+only on the layout:
 
 v1 naive      token-major layout: the 8 chunks lie num_kv_heads * head_dim * itemsize apart (2 KB at
               the benchmark's shape): 8 cache lines and 8 half-used 32-byte sectors per instruction;
@@ -27,11 +29,14 @@ columns, not tokens.
 
 Napkin math (64 seqs x 32 heads over 8 KV heads x 128, context 4096, block 16, fp16): 1.07 GB of K/V
 pages, ~0.26 ms at 4.1 TB/s in either layout: DRAM bytes are the same. What differs is the work of
-the L1/load pipeline: 8 lines per load instruction instead of 1 for the same 128 useful bytes.
+the L1/load pipeline: 8 lines per load instruction instead of 1 for the same 128 useful bytes. With
+one query head per block every page is loaded 4 times (34 M load instructions, ~260 M warp
+instructions in all: as long as the DRAM time); two heads a block halve both. Four would not fit:
+narrow groups give a lane 32 columns, 64 registers of q and accumulator per head.
 
 What you write (each raises NotImplementedError with its hint until you do):
-  layout_kernel.paged_attention_layout_kernel  day 78's kernel with G = 4 lanes per token, addresses base + row *
-                                               row_stride + j * CHUNK_STRIDE (97 lines)
+  layout_kernel.paged_attention_layout_kernel  day 78's kernel, G = 4 lanes a token, HG heads, words at base + row *
+                                               row_stride + j * CHUNK_STRIDE (109 lines)
 Everything else in this file is given. Grade with:  make check DAY=80
 """
 
@@ -55,6 +60,7 @@ from solutions.day78_paged_attention_v1 import library as day78_library
 from solutions.day78_paged_attention_v1 import make_inputs as day78_inputs
 from solutions.day78_paged_attention_v1 import reference as day78_reference
 from solutions.day78_paged_attention_v1 import traffic as day78_traffic
+from solutions.day79_paged_attention_gqa import heads_per_block  # day 79: equal chunks of a GQA group
 
 TITLE = "Page layouts"
 MEMORY_SPACE = "global"
@@ -67,6 +73,10 @@ CHUNK_WORDS = CHUNK_BYTES // 4
 G = CHUNK_WORDS  # lanes per token: lane g reads word g of every chunk of its token
 NG = WARP // G  # tokens a warp load instruction covers: 8
 WORDS_IN_FLIGHT = 32  # K words (and as many V words) each lane loads per trip before reducing
+# Query heads of one KV head per block: each K/V word is loaded and converted once for all of them.
+# Narrow groups leave each lane 2 * 32 registers of q and accumulator per head at head_dim 128: two
+# heads (128 registers) fit beside a trip's 64 words, four (256) would not.
+MAX_GROUP = 2
 LAYOUTS = ("token_major", "vectorized")
 
 TEST_SIZES = (
@@ -130,10 +140,10 @@ def check_layouts(query, key_cache, value_cache, key_cache_x, value_cache_x, blo
 
 
 @functools.cache
-def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str):
-    """The kernel for one (head_dim, dtype, block_size, layout). All four are compile-time constants:
-    the layout only decides two strides, and with block_size fixed both fold into the loads'
-    immediate offsets, so neither layout pays extra address arithmetic."""
+def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str, heads: int = 1):
+    """The kernel for one (head_dim, dtype, block_size, layout, query heads per block). All five are
+    compile-time constants: the layout only decides two strides, and with block_size fixed both fold
+    into the loads' immediate offsets, so neither layout pays extra address arithmetic."""
     elem = np.dtype(cache_dtype).type
     PER_WORD = 4 // np.dtype(cache_dtype).itemsize
     ROW_WORDS = head_dim // PER_WORD
@@ -143,6 +153,8 @@ def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str)
     KW = TOKENS * WL
     HEAD_DIM = head_dim
     BS = block_size
+    HG = heads
+    QN, SN, SMN = HG * VEC, HG * TOKENS, HG * head_dim  # array sizes must be plain constants for Numba
     VECTORIZED = layout == "vectorized"
     # Words between chunk j and j + 1 of one row: adjacent in a token-major row; a whole chunk column
     # (block_size tokens x 16 bytes) apart in the vectorized layout.
@@ -151,7 +163,9 @@ def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str)
     @cuda.jit(fastmath=True)
     def paged_attention_layout_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
                                       num_kv_heads):
-        """One block per (sequence, head), NUM_WARPS warps; day 78's kernel with narrow thread groups.
+        """One block per (sequence, HG query heads of one KV head: h0 = blockIdx.x * HG), NUM_WARPS
+        warps; day 78's kernel with narrow thread groups, holding q and the accumulator of every head
+        (day 79's GQA schedule): each loaded word is converted once and used by the HG heads.
 
         key_words / value_words: the caches as flat uint32 words (cache_words). Lane `lane` is in group
         grp = lane // G (G = 4 lanes per token) and holds word g = lane % G of each of the row's WL
@@ -165,12 +179,13 @@ def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str)
         - Warp w takes pages w, w + NUM_WARPS, ...; per trip group grp takes rows t0 + u * NG + grp,
           u < TOKENS. Issue every K and V load first (clamp dead rows onto n_tok - 1), read the words
           as elements through kbuf.view(elem), dot with q (pre-scaled: use exp2), shfl_xor over 2, 1.
-        - Online softmax per group (m from NO_LOGIT, l, acc), fold the groups with shfl_xor over
-          4, 8, 16, merge the warps through cuda.shared.array((NUM_WARPS, HEAD_DIM), float32) as on
-          day 78 and write out[seq, head, d] = sum_w acc_w[d] 2^(m_w - M) / sum_w l_w 2^(m_w - M).
+        - Per head hh: online softmax per group (m from NO_LOGIT, l, acc), fold the groups with
+          shfl_xor over 4, 8, 16, merge the warps through cuda.shared.array((NUM_WARPS, HG *
+          HEAD_DIM), float32) as on day 78 and write out[seq, h0 + hh, d] = sum_w acc_w[d]
+          2^(m_w - M) / sum_w l_w 2^(m_w - M).
         """
-        raise NotImplementedError("Day 80: day 78's kernel with G = 4 lanes per token, addresses base + row * "
-                                  "row_stride + j * CHUNK_STRIDE (97 lines)")
+        raise NotImplementedError("Day 80: day 78's kernel, G = 4 lanes a token, HG heads, words at base + row * "
+                                  "row_stride + j * CHUNK_STRIDE (109 lines)")
 
     return paged_attention_layout_kernel
 
@@ -178,8 +193,8 @@ def layout_kernel(head_dim: int, cache_dtype: str, block_size: int, layout: str)
 _SIG = ("void(float32[:, :, ::1], float32[:, :, ::1], uint32[::1], uint32[::1], int32[:, ::1], int32[::1], "
         "float32, int32)")
 KERNELS = {  # the benchmark's head_dim, dtype and block size
-    "naive": (layout_kernel(128, "float16", 16, "token_major"), _SIG),
-    "optimized": (layout_kernel(128, "float16", 16, "vectorized"), _SIG),
+    "naive": (layout_kernel(128, "float16", 16, "token_major", MAX_GROUP), _SIG),
+    "optimized": (layout_kernel(128, "float16", 16, "vectorized", MAX_GROUP), _SIG),
 }
 
 
@@ -189,9 +204,11 @@ def _launch(layout, query, key_cache, value_cache, block_tables, context_lens, s
     num_seqs, num_heads, head_dim = query.shape
     block_size, num_kv_heads = (key_cache.shape[3], key_cache.shape[1]) if layout == "vectorized" \
         else (key_cache.shape[1], key_cache.shape[2])
-    kernel = layout_kernel(head_dim, np.dtype(key_cache.dtype).name, block_size, layout)
+    heads = heads_per_block(num_heads, num_kv_heads, MAX_GROUP)
+    kernel = layout_kernel(head_dim, np.dtype(key_cache.dtype).name, block_size, layout, heads)
     words = cache_words(kc, np.uint32), cache_words(vc, np.uint32)  # the kernel reads 4-byte words
-    kernel[(num_heads, num_seqs), NUM_WARPS * WARP](out, q, *words, tables, lens, float32(scale * LOG2E), num_kv_heads)
+    grid = (num_heads // heads, num_seqs)  # a group's chunks side by side: they share pages in L2
+    kernel[grid, NUM_WARPS * WARP](out, q, *words, tables, lens, float32(scale * LOG2E), num_kv_heads)
     return launch.result(out, query, key_cache)
 
 

@@ -10,7 +10,7 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day73_decode_attention"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        '                m_new = max(m_new, s[u])\n',
-        '                m_new = float32(0.0)  # MISTAKE: should be the running max of the logits\n',
+        '                    m_new = max(m_new, s[hh * TOK + u])\n',
+        '                    m_new = float32(0.0)  # MISTAKE: should be the running max of the logits\n',
     ),
 ]
