@@ -8,11 +8,16 @@ The GEMMs are day 43's (the course's best FP32 GEMM: 128 x 128 tiles, 8 x 8 outp
 v1 naive      unfused: day 43's blocking_2d for x W1, a bias kernel, a GELU kernel, blocking_2d for
               H W2, a bias kernel: five launches, and the intermediate H (T, h) written by the GEMM,
               read and written by the bias, read and written by the GELU, read by the second GEMM.
-v2 optimized  fused: one new GEMM kernel, day 43's with an epilogue: bias (and, for the first GEMM,
-              the GELU) applied to the 64 accumulators in registers before the one store. Two
-              launches; H is written once and read once. The main loop is day 43's, unchanged.
+v2 epilogue   fused epilogues: one new GEMM kernel, day 43's with an epilogue: bias (and, for the
+              first GEMM, the GELU) applied to the 64 accumulators in registers before the one
+              store. Two launches; H is written once and read once. The main loop is day 43's.
+v3 optimized  the whole block in one kernel (where y's width fits one tile, d <= 128): a block per
+              64 tokens computes a 128-wide chunk of H = GELU(x W1 + b1) in registers, keeps it in
+              shared memory (transposed, 34 KB) and multiplies it into y's accumulators, chunk after
+              chunk: H never reaches device memory. Day 44's 16-byte shared fragment loads, 4 x 8
+              outputs a thread in each GEMM. Wider d takes v2's two launches.
 
-Checkpointing (host functions over a stack of L blocks, all with the fused kernel): forward_keep
+Checkpointing (host functions over a stack of L blocks, all with v2's kernel: backward needs H): forward_keep
 keeps every block's input a_i (T, d) and hidden g_i = GELU(a_i W1 + b1) (T, h), what backward needs,
 L T (d + h) 4 bytes; forward_recompute(every=k) keeps only a_0, a_k, a_2k, ... and recompute(i)
 rebuilds (a_i, g_i) from the checkpoint at or before i: memory L/k T d 4 + k T (d + h) 4 bytes (the
@@ -40,10 +45,23 @@ with this GEMM: it needs (4/d + 2/h) > 0.5 / 5.9, d = h <= ~70, and below 128 th
 compute idle columns that grow G as fast as E shrinks it. The share grows with the GEMM's rate: at
 cuBLAS's 51 TFLOP/s (R / B ~ 18) the same saving would be ~0.8 of the time at d = h = 128 (~1.8x):
 the faster the matmul, the more the elementwise passes around it cost (and the more they are worth
-fusing). Measured on the H200 (unfused -> fused): 5.70 -> 4.66 ms (1.22x) at (2^20, 128, 128), 5.27 ->
-4.58 ms (1.15x) at (2^18, 128, 512), 16.7 -> 17.4 ms (0.96x) at (16384, 1024, 4096): the 1.5x target is
-not met, as the napkin math says it cannot be with this GEMM. Bytes (bytes_through_memory): 5.37 -> 2.15
-GB, 3.76 -> 1.34 GB, 1.91 -> 0.70 GB. memory_time_curve at (65536, 128, 512), 16 blocks: keep all 2.68 GB
+fusing). Measured on the H200 (unfused -> fused epilogues): 5.70 -> 4.66 ms (1.22x) at (2^20, 128, 128), 5.27 ->
+4.58 ms (1.15x) at (2^18, 128, 512), 16.7 -> 17.4 ms (0.96x) at (16384, 1024, 4096): the epilogues alone
+cannot reach 1.5x, as the napkin math says. Bytes (bytes_through_memory): 5.37 -> 2.15 GB, 3.76 -> 1.34
+GB, 1.91 -> 0.70 GB.
+
+v3, the whole block in one kernel, removes the rest: H is never written, so at d = h = 128 a token moves
+its 512 bytes of x in and 512 of y out (1.07 GB at 2^20 tokens, ~0.25 ms at the copy rate) and the time
+is the 68.7 GFLOP of the two GEMMs at whatever rate the kernel computes. Its GEMMs are day 44's float4
+shared fragments with 4 x 8 outputs a thread (both accumulator sets, 64 registers, must stay alive
+across hidden chunks), the x and weight tiles prefetched a k step ahead in registers (day 45's idea:
+their L2 latency hidden behind the outer products), warps shaped 8 x 4 threads so that a fragment load
+is one shared-memory wavefront, and MLP_BK = 4 with launch bounds (256, 2): 127 registers, two blocks
+(16 warps) an SM, no spill. At 25 TFLOP/s that is ~2.8 ms, 2x the unfused block. Measured on the H200:
+2.89 ms at (2^20, 128, 128), 23.8 TFLOP/s (46 % of cuBLAS FP32), 1.97x the unfused 5.69 ms of the same
+session (first versions of it: 7.3 ms at one block an SM with 16 x 2-thread warps and no prefetch,
+4.5 ms at two blocks). d = 1024 is wider than one tile of y: there optimized takes v2's two launches.
+memory_time_curve at (65536, 128, 512), 16 blocks: keep all 2.68 GB
 in 18.9 ms; every 1: 0.67 GB, 28.6 ms; 2: 0.57 GB, 33.2 ms; 4: 0.77 GB, 35.5 ms; 8: 1.38 GB, 36.7 ms;
 16: 2.68 GB, 37.2 ms (the pool's peak equals the napkin activation bytes).
 """
@@ -52,7 +70,7 @@ import math
 
 import numpy as np
 
-from course import ON_GPU, cuda, launch
+from course import DEVICE, ON_GPU, cuda, launch, wide
 from numba import float32  # numba names only after the course import
 from solutions.day39_matmul_naive import check_inputs as check_gemm_inputs
 from solutions.day39_matmul_naive import tolerance as gemm_tolerance
@@ -74,10 +92,11 @@ from solutions.day43_matmul_2d_blocking import (
     blocking_2d,
     matmul_blocking_2d_kernel,
 )
+from solutions.day44_matmul_vectorized import HALF, QUADS, VEC
 
 TITLE = "Fusion and long-lived intermediates"
 MEMORY_SPACE = "global + register"
-VERSIONS = ("naive", "optimized")  # unfused (five launches) -> fused epilogues (two launches)
+VERSIONS = ("naive", "epilogue", "optimized")  # five launches -> fused epilogues (two) -> one launch
 # (T, d, h): one token of width 1; a ragged tile (every side prime, two k steps each); two tile
 # rows of tokens; d past one tile (K = 130 in x W1, two tile columns in H W2, the second 2 wide:
 # the bias read only where a column exists); tile-aligned last (whole warps: the traffic counts).
@@ -87,6 +106,22 @@ BENCH_SIZES = ((1 << 20, 128, 128), (1 << 18, 128, 512), (16384, 1024, 4096))  #
 BOUND = "compute"  # the benchmark's peak: cuBLAS FP32 GEMM measured in the same run
 
 ELEMENT_THREADS = 256  # the elementwise kernels: 8 warps a block, a grid that fills the GPU once
+# v3, the whole block in one kernel: 64 tokens a block (256 threads, 4 x 8 outputs each, in both GEMMs),
+# hidden chunks of 128 (BN) columns; the static shared memory (48 KB at most) holds the hidden chunk
+# transposed (128 x 68 floats, 34 KB) and one k step of the x and weight tiles.
+MLP_BK = 4  # k a step in both GEMMs: 4 keeps the block to 128 registers with no spill (8: 24 bytes spilled)
+MLP_TM = 4  # rows of outputs a thread (day 44's 8, halved: both accumulator sets fit in registers)
+MLP_THREADS = THREADS_2D  # 256
+MLP_BM = QUADS * MLP_TM  # 64 tokens a block
+MLP_OUTPUTS = MLP_TM * TN  # 32 accumulators a set: hacc (the hidden chunk) and yacc (y)
+XT_STRIDE = MLP_BM + VEC  # 68: a transposed tile's row, padded so 8 lanes' k land in distinct banks
+XT_TILE = MLP_BK * XT_STRIDE
+WT_TILE = MLP_BK * BN
+HT_TILE = BN * XT_STRIDE
+X_LOADS = MLP_BM * MLP_BK // MLP_THREADS  # 2 elements of the x tile a thread a k step
+W_LOADS = MLP_BK * BN // MLP_THREADS  # 4 of the weight tile
+MLP_BLOCKS_PER_SM = 2  # launch_bounds: ptxas keeps a thread to 65536 / 512 = 128 registers (1: ~157, 8 warps an SM)
+_MLP_BOUNDS = {"launch_bounds": (MLP_THREADS, MLP_BLOCKS_PER_SM)} if DEVICE.kind != "sim" else {}
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 GELU_CUBIC = 0.044715
 
@@ -160,8 +195,9 @@ def bytes_through_memory(n) -> dict:
     t, d, h = sizes(n)
     weights = 4 * (2 * d * h + d + h)
     fused = 4 * t * (2 * d + 2 * h) + weights
-    return {"naive": fused + 4 * t * (4 * h + 2 * d), "optimized": fused,
-            "minimum": 4 * 2 * t * d + weights}
+    minimum = 4 * 2 * t * d + weights
+    return {"naive": fused + 4 * t * (4 * h + 2 * d), "epilogue": fused,
+            "optimized": minimum if d <= BN else fused, "minimum": minimum}
 
 
 def check_block(x, w1, b1, w2, b2) -> None:
@@ -316,13 +352,178 @@ def matmul_epilogue_kernel(a, b, bias, c, apply_gelu):  # a (M, K), b (K, N), bi
     # END EXERCISE
 
 
+# ---- v3: the whole block in one kernel (d <= 128): H never leaves the chip ---------------------------
+
+@cuda.jit(device=True, inline=True)
+def load_x_step(x, row0, k0, t, xr):
+    """The thread's X_LOADS elements of a k step of the x tile into registers xr: element e = t + 256 p
+    is x[row0 + e // MLP_BK, k0 + e % MLP_BK] (0.0 past T or d). A warp reads 4 rows x 32 bytes."""
+    for p in range(X_LOADS):
+        e = t + p * MLP_THREADS
+        r = e // MLP_BK
+        kq = e - r * MLP_BK
+        if row0 + r < x.shape[0] and k0 + kq < x.shape[1]:
+            xr[p] = x[row0 + r, k0 + kq]
+        else:
+            xr[p] = float32(0.0)
+
+
+@cuda.jit(device=True, inline=True)
+def load_w_step(w, k0, c0, t, wr):
+    """The thread's W_LOADS elements of a k step of a weight tile into registers wr: element
+    e = t + 256 p is w[k0 + e // 128, c0 + e % 128] (0.0 past w's rows or columns): a warp reads 128
+    contiguous bytes of a row."""
+    for p in range(W_LOADS):
+        e = t + p * MLP_THREADS
+        kr = e // BN
+        c = e - kr * BN
+        if k0 + kr < w.shape[0] and c0 + c < w.shape[1]:
+            wr[p] = w[k0 + kr, c0 + c]
+        else:
+            wr[p] = float32(0.0)
+
+
+@cuda.jit(device=True, inline=True)
+def store_steps(xt, xr, wt, wr, t, with_x):
+    """The registers of a k step to shared memory: x TRANSPOSED, xt[k * XT_STRIDE + row] (lanes in 32
+    distinct banks: 8 k 68 words apart, 4 rows), the weights as wt[k * 128 + col]."""
+    if with_x:
+        for p in range(X_LOADS):
+            e = t + p * MLP_THREADS
+            r = e // MLP_BK
+            xt[(e - r * MLP_BK) * XT_STRIDE + r] = xr[p]
+    for p in range(W_LOADS):
+        wt[t + p * MLP_THREADS] = wr[p]  # e = t + 256 p is (e // 128) * 128 + e % 128: the same index
+
+
+@cuda.jit(**_MLP_BOUNDS)
+def fused_mlp_kernel(x, w1, b1, w2, b2, y):  # x (T, d), w1 (d, h), b1 (h,), w2 (h, d), b2 (d,), y (T, d)
+    """y = GELU(x W1 + b1) W2 + b2 for d <= 128: one block of 256 threads per MLP_BM (64) tokens does
+    both GEMMs, the hidden tile living in shared memory between them. Thread t (lane t % 32 of warp
+    t // 32) has tx = 8 (warp % 2) + lane % 8 and ty = 4 (warp // 2) + lane // 8, both 0..15, and owns
+    the 4 x 8 outputs of rows 4 ty + r (r = 0..3) and columns 4 tx + q + 64 w (q = 0..3, w = 0, 1) of
+    both products (day 44's layout, half as many rows): hacc (its chunk of H) and yacc (its y).
+
+    For each chunk of HC (128) hidden columns hc0 = 0, 128, ... < h:
+      1. hacc = x W1[:, hc0 : hc0 + 128], in k steps of MLP_BK (8). A step's tile elements come
+         from registers loaded during the step before (load_x_step, load_w_step: a register
+         prefetch): store_steps puts them in shared memory (the x tile TRANSPOSED, xt[k * XT_STRIDE
+         + row], the W1 tile as wt[k * 128 + col]); sync; the next step's loads are issued (in the
+         last step, W2's first); per kk one float4 of xt (the thread's 4 rows) and two of wt (its 8
+         columns) and the 4 x 8 outer product; sync.
+      2. The epilogue on the registers: hacc += b1 (0.0 past h), hacc = gelu(hacc), then each of the
+         thread's 8 columns goes to shared memory as one float4 of its 4 rows, TRANSPOSED:
+         ht[col * XT_STRIDE + 4 ty : +4] (col the chunk's column, the second GEMM's k); the
+         barrier of step 3's first k step orders these writes before any read.
+      3. yacc += ht W2[hc0 : hc0 + 128, :], k steps over the chunk's min(128, h - hc0) columns: the W2
+         tile prefetched as the W1 tile (rows hc0 + k, columns < d), the A fragment a float4 of ht.
+    Then y = yacc + b2, rows < T and columns < d stored one by one. H is never written: the
+    intermediate that made five launches and 6 passes lives and dies in shared memory.
+    """
+    # EXERCISE: per 128-wide hidden chunk: x W1 in k steps (transposed x tile), bias + GELU, H^T to shared, += H W2; y
+    xt = cuda.shared.array(XT_TILE, float32, alignment=16)  # (MLP_BK, XT_STRIDE): x tile transposed
+    wt = cuda.shared.array(WT_TILE, float32, alignment=16)  # (MLP_BK, 128): a k step of W1 or W2
+    ht = cuda.shared.array(HT_TILE, float32, alignment=16)  # (128, XT_STRIDE): the hidden chunk, transposed
+    t_dim, d = x.shape
+    h = w1.shape[1]
+    row0 = cuda.blockIdx.x * MLP_BM
+    t = cuda.threadIdx.x
+    lane = t % 32
+    warp = t // 32
+    # A warp is 8 column threads x 4 row threads (warps 2 across, 4 down): its B fragment loads then
+    # read 128 contiguous bytes and its A fragment loads 4 float4 of one 64-byte run, one wavefront
+    # each (16 x 2 threads, day 44's shape, reads 256 bytes: two). 3 wavefronts per 32 FMAs, not 5.
+    tx = (warp % 2) * 8 + lane % 8
+    ty = (warp // 2) * 4 + lane // 8
+    hacc = cuda.local.array(MLP_OUTPUTS, float32)  # (4, 8): this chunk's GELU(x W1 + b1)
+    yacc = cuda.local.array(MLP_OUTPUTS, float32)  # (4, 8): y's sums, alive across every chunk
+    a_frag = cuda.local.array(MLP_TM, float32)
+    b_frag = cuda.local.array(TN, float32)
+    xr = cuda.local.array(X_LOADS, float32)  # the next k step of the x tile, in flight
+    wr = cuda.local.array(W_LOADS, float32)  # the next k step of W1 or W2
+    zero = float32(0.0)
+    for q in range(MLP_OUTPUTS):
+        yacc[q] = zero
+    for hc0 in range(0, h, BN):
+        for q in range(MLP_OUTPUTS):
+            hacc[q] = zero
+        # Register prefetch (day 45's idea): the next k step's elements are loaded before this step's
+        # outer products, so their L2 latency hides behind 256 FMAs instead of stalling the block.
+        load_x_step(x, row0, 0, t, xr)
+        load_w_step(w1, 0, hc0, t, wr)
+        for k0 in range(0, d, MLP_BK):
+            store_steps(xt, xr, wt, wr, t, True)
+            cuda.syncthreads()
+            if k0 + MLP_BK < d:
+                load_x_step(x, row0, k0 + MLP_BK, t, xr)
+                load_w_step(w1, k0 + MLP_BK, hc0, t, wr)
+            else:  # the first k step of H W2, in flight through the epilogue
+                load_w_step(w2, hc0, 0, t, wr)
+            for kk in range(MLP_BK):
+                a_frag[0], a_frag[1], a_frag[2], a_frag[3] = wide.load4(xt, kk * XT_STRIDE + ty * VEC)
+                b_frag[0], b_frag[1], b_frag[2], b_frag[3] = wide.load4(wt, kk * BN + tx * VEC)
+                b_frag[4], b_frag[5], b_frag[6], b_frag[7] = wide.load4(wt, kk * BN + HALF + tx * VEC)
+                for r in range(MLP_TM):
+                    for q in range(TN):
+                        hacc[r * TN + q] += a_frag[r] * b_frag[q]
+            cuda.syncthreads()
+        # The epilogue of x W1, on the registers, then the chunk of H to shared memory (never to HBM).
+        for q in range(TN):
+            col = hc0 + (q // VEC) * HALF + tx * VEC + q % VEC
+            b_frag[q] = b1[col] if col < h else zero  # a column past h: z = 0, GELU(0) = 0 for GEMM2
+        for q in range(TN):  # column by column: 4 GELUs live at a time, not 32 (registers)
+            col = (q // VEC) * HALF + tx * VEC + q % VEC
+            bq = b_frag[q]
+            wide.store4(ht, col * XT_STRIDE + ty * VEC, (gelu(hacc[q] + bq), gelu(hacc[TN + q] + bq),
+                                                         gelu(hacc[2 * TN + q] + bq), gelu(hacc[3 * TN + q] + bq)))
+        # No barrier of its own: the first k step's below, after its W2 tile is stored, also orders
+        # these writes of H (by all 8 warps) before any warp's reads.
+        k_end = min(BN, h - hc0)
+        for k0 in range(0, k_end, MLP_BK):
+            store_steps(xt, xr, wt, wr, t, False)
+            cuda.syncthreads()
+            if k0 + MLP_BK < k_end:
+                load_w_step(w2, hc0 + k0 + MLP_BK, 0, t, wr)
+            for kk in range(MLP_BK):
+                a_frag[0], a_frag[1], a_frag[2], a_frag[3] = wide.load4(ht, (k0 + kk) * XT_STRIDE + ty * VEC)
+                b_frag[0], b_frag[1], b_frag[2], b_frag[3] = wide.load4(wt, kk * BN + tx * VEC)
+                b_frag[4], b_frag[5], b_frag[6], b_frag[7] = wide.load4(wt, kk * BN + HALF + tx * VEC)
+                for r in range(MLP_TM):
+                    for q in range(TN):
+                        yacc[r * TN + q] += a_frag[r] * b_frag[q]
+            cuda.syncthreads()  # wt (and, after the last step, ht) is free for the next chunk
+    for q in range(TN):
+        col = (q // VEC) * HALF + tx * VEC + q % VEC
+        b_frag[q] = b2[col] if col < d else zero
+    for q in range(MLP_OUTPUTS):
+        yacc[q] += b_frag[q % TN]
+    if d % VEC == 0:  # 16-byte rows: each of the thread's 4 rows as two float4 (a warp: 2 x 256 bytes)
+        for r in range(MLP_TM):
+            row = row0 + ty * VEC + r
+            for w in range(TN // VEC):
+                col = w * HALF + tx * VEC
+                if row < t_dim and col < d:  # d a multiple of 4: the float4 is wholly inside
+                    s = r * TN + w * VEC
+                    wide.store4(y, row, col, (yacc[s], yacc[s + 1], yacc[s + 2], yacc[s + 3]))
+    else:
+        for r in range(MLP_TM):
+            row = row0 + ty * VEC + r
+            if row < t_dim:
+                for q in range(TN):
+                    col = (q // VEC) * HALF + tx * VEC + q % VEC
+                    if col < d:
+                        y[row, col] = yacc[r * TN + q]
+
+
 _GEMM_SIG = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
 KERNELS = {
     "naive": (matmul_blocking_2d_kernel, _GEMM_SIG),  # day 43's, both GEMMs
     "naive.bias": (add_bias_kernel, "void(float32[:, ::1], float32[::1])"),
     "naive.gelu": (gelu_kernel, "void(float32[:, ::1])"),
-    "optimized": (matmul_epilogue_kernel,
-                  "void(float32[:, ::1], float32[:, ::1], float32[::1], float32[:, ::1], int32)"),
+    "epilogue": (matmul_epilogue_kernel,
+                 "void(float32[:, ::1], float32[:, ::1], float32[::1], float32[:, ::1], int32)"),
+    "optimized": (fused_mlp_kernel, "void(float32[:, ::1], float32[:, ::1], float32[::1], float32[:, ::1], "
+                                    "float32[::1], float32[:, ::1])"),
 }
 
 
@@ -357,10 +558,25 @@ def block_forward(x, w1, b1, w2, b2):
     return g, gemm_epilogue(g, w2, b2, False)
 
 
-def optimized(x, w1, b1, w2, b2):
-    """Fused: the bias and GELU in the first GEMM's epilogue, the bias in the second's (two launches)."""
+def epilogue(x, w1, b1, w2, b2):
+    """Fused epilogues: the bias and GELU in the first GEMM's epilogue, the bias in the second's (two
+    launches)."""
     check_block(x, w1, b1, w2, b2)
     _, y = block_forward(*launch.to_device(x, w1, b1, w2, b2))
+    return launch.result(y, x, w1, b1, w2, b2)
+
+
+def optimized(x, w1, b1, w2, b2):
+    """The whole block in one launch where y's width fits one tile (d <= 128): H stays on the chip.
+    Wider blocks (a transformer's d = 1024 x 4096) take the fused epilogues: there a token's 4 d bytes
+    of x and y are small against its 4 d h FLOPs, and a hidden chunk would be recomputed per y tile."""
+    check_block(x, w1, b1, w2, b2)
+    t, d = x.shape
+    if d > BN:
+        return epilogue(x, w1, b1, w2, b2)
+    d_x, d_w1, d_b1, d_w2, d_b2 = launch.to_device(x, w1, b1, w2, b2)
+    y = launch.empty((t, d), np.float32)
+    fused_mlp_kernel[launch.blocks(t, MLP_BM), MLP_THREADS](d_x, d_w1, d_b1, d_w2, d_b2, y)
     return launch.result(y, x, w1, b1, w2, b2)
 
 

@@ -13,10 +13,12 @@ v2 fp16_gemv  a good GEMV on float16 weights, the baseline: a warp per ROWS (2) 
               reading 8 halves of each row (and of x) in one 16-byte load (uint32 words through
               course.wide.load4, split into halves by a register view), four loads a row in flight,
               float32 sums folded by shuffles. 2 bytes a weight.
-v3 optimized  the int8 GEMV, dequantized in registers: the same warp per 2 rows, each 16-byte load 16
-              int8 weights, unpacked to float32 with integer ops and one FADD (no int->float
-              conversion), multiplied by x in float32, the row's scale applied once to the finished
-              sum. 1 byte a weight: the least this job can read.
+v3 optimized  the int8 GEMV, dequantized in registers, split over a block: a block per ROWS (2) rows,
+              its warps splitting each row's columns (a split-K inside the block, partial sums
+              met in shared memory), so a long row is read by many warps at once; each 16-byte
+              load 16 int8 weights, unpacked to float32 with integer ops and one FADD (no
+              int->float conversion), multiplied by x in float32, the row's scale applied once to
+              the finished sum. 1 byte a weight: the least this job can read.
 library       torch: torch.mv(W16, x) in float16 on the GPU (cuBLAS's GEMV), cast to float32.
 
 Why x is float16: it is what the layer before hands a decode step, it is in * 2 bytes against the
@@ -32,19 +34,19 @@ So the time is the weight bytes over the copy rate:
   naive       5 out * in     293.6 MB   ~70 us
 Target (issue 19): optimized >= 1.7x faster than fp16_gemv at 4096 x 14336 and at 14336 x 4096, each
 near the copy rate. (The bench's GB/s counts what each row must move: version_traffic.)
-Measured on the H200 (device copy 4256 GB/s in the same run; % of copy on each row's own bytes):
-  (4096, 14336)  optimized 31.6 us, 1,861 GB/s, 43.7 % of copy, 5.35x naive (169.0 us); fp16_gemv 48.3 us,
-                 57.1 %; torch.mv 46.0 us, 60.0 %. optimized is 1.53x fp16_gemv, 1.46x faster than torch.
-  (14336, 4096)  optimized 26.4 us, 2,232 GB/s, 52.5 %, 6.25x naive (164.9 us); fp16_gemv 42.3 us, 65.5 %;
-                 torch.mv 44.5 us, 62.2 %. optimized is 1.60x fp16_gemv, 1.69x faster than torch.
-Target 1.7x: missed at both, by 10 % and 6 % (1.53x and 1.60x), and optimized is far from the copy rate
-(44 % and 53 %). Sweep of ROWS x UNROLL (optimized, same session): at (4096, 14336) 2 x 2 31.6 us,
-2 x 4 31.6, 2 x 8 32.0, 4 x 2 34.2, 4 x 4 42.2, 4 x 8 51.8; at (14336, 4096) 2 x 4 26.5, 2 x 8 26.5,
-4 x 4 32.1, 4 x 8 81.8: ROWS = 2, UNROLL = 4 stays. The byte permute below changed nothing measurable
-(31.6 against 31.4 us, 26.4 against 26.6 us with shift, mask and OR), so the kernel is not issue-bound
-on the unpacking. At (4096, 14336) it is latency-bound: 2048 row pairs are 15.5 warps an SM, and each
-warp runs 7 dependent trips of 4 groups. The next step: split each row over several warps of a block
-(more warps in flight, shorter chains, the partial sums met in shared memory).
+Measured on the H200, v3 as a warp per row pair (device copy 4256 GB/s; % of copy on each row's bytes):
+  (4096, 14336)  optimized 31.6 us, 43.7 % of copy; fp16_gemv 48.3 us, 57.1 %; torch.mv 46.0 us: 1.53x.
+  (14336, 4096)  optimized 26.4 us, 52.5 %; fp16_gemv 42.3 us, 65.5 %; torch.mv 44.5 us: 1.60x.
+That v3 was latency-bound: at (4096, 14336) 2048 row pairs are 15.5 warps an SM, each walking its row in
+7 dependent trips (load, wait, multiply, loop), and ROWS x UNROLL sweeps (2 x 2 ... 4 x 8) never beat
+31.6 us. Hence the split-K block: the same rows read by 7 warps (in = 14336) or 2 (in = 4096) at once.
+Measured on the H200 with the split (make bench, one session): (4096, 14336) 28.9 us, 1.69x fp16_gemv's
+48.7 us; (14336, 4096) 27.1 us, 1.56x of 42.2 us, at INT8_UNROLL 4, LANE_TRIPS 1. The sweep of the same
+session (optimized alone, us): INT8_UNROLL x LANE_TRIPS at (4096, 14336) 2 x 1 29.5, 2 x 2 26.4, 4 x 1
+29.0, 4 x 2 26.2; at (14336, 4096) 2 x 1 26.0, 2 x 2 25.6, 4 x 1 27.1, 4 x 2 26.9. So 2 x 2 (fewer loads
+a trip, 40 registers instead of 48, more warps an SM; two trips a lane): 26.4 us and 25.6 us, 1.84x and
+1.65x fp16_gemv. The 1.7x target is met at (4096, 14336) and missed by ~3 % at (14336, 4096), where
+optimized streams at ~54 % of the copy rate: 7168 blocks of 2 warps, each a few microseconds long.
 
 Instructions are the other budget: at 4.2 TB/s an SM receives ~16 int8 weights a clock. The H200's
 int->float conversion (I2F) runs at 16 a clock per SM, so `float32(w)` per weight would make the
@@ -75,23 +77,34 @@ MEMORY_SPACE = "global + register"
 VERSIONS = ("naive", "fp16_gemv", "optimized")
 # (out, in): in 1, 3, 15, 17, 127, 129, 4097 take the one-element path (no 16-byte rows); in 16, 32, 1040
 # and 2048 the 16-byte path, 1040 with trips of four groups a lane and a tail (65 groups of 16 int8, 130
-# of 8 halves); out 1, primes, and odd (the warp's second row past the end). The last, (8, 2048), is
-# where the traffic is counted: whole row pairs, one full trip a lane.
-TEST_SIZES = ((1, 1), (5, 3), (3, 15), (2, 16), (7, 17), (3, 127), (1, 129), (37, 32), (2, 4097), (3, 1040), (8, 2048))
+# of 8 halves); 4112 a split-K block of three warps for optimized (257 groups: one trip, most of its
+# last groups past the row's end, clamped); out 1, primes, and odd (the second row past the end). The
+# last, (8, 2048), is where the traffic is counted: whole row pairs, whole trips (no clamped group).
+TEST_SIZES = ((1, 1), (5, 3), (3, 15), (2, 16), (7, 17), (3, 127), (1, 129), (37, 32), (2, 4097), (3, 1040),
+              (3, 4112), (8, 2048))
 BENCH_SIZES = ((4096, 14336), (14336, 4096))  # Llama-3-8B's down and up projections: 59 MB int8, ~1x L2
 BOUND = "memory"
 
 ROWS = 2  # rows a warp: x loaded once for both, the two sums folded together
-UNROLL = 4  # 16-byte groups a lane loads per row before any arithmetic: 4 x 2 rows x 16 B in flight
+UNROLL = 4  # fp16_gemv: 16-byte groups a lane loads per row before any arithmetic: 4 x 2 rows x 16 B in flight
 THREADS = 128  # 4 warps a block: small blocks keep the tail of the grid short
 BLOCKS_PER_SM = 16  # up to one warp per row pair at the benchmark's shapes; the hardware schedules them
+# optimized: a block per row pair, its warps splitting the row (split-K). The host gives it as many
+# warps as make every lane's share of a row LANE_TRIPS trips of INT8_UNROLL groups: 7 warps at in = 14336,
+# 2 at in = 4096 (4 groups a lane). Fewer loads a trip than fp16_gemv's: fewer registers, more warps.
+INT8_UNROLL = 2  # optimized's groups a trip: 2 x 2 rows x 16 B of weights + 4 x 16 B of x a lane
+LANE_TRIPS = 2
+MAX_WARPS = 16  # the largest block (512 threads); a longer row makes more trips
+SPLIT_BLOCKS_PER_SM = 64  # one block per row pair up to 8448 pairs; grid-stride past that
 DEQUANT_THREADS = 256
 INT8_GROUP = 16  # int8 weights in 16 bytes
 FP16_GROUP = 8  # float16 weights (or x values) in 16 bytes
 WORDS = wide.WIDTH  # uint32 words in one 16-byte load
 W_BUF = ROWS * UNROLL * WORDS  # a trip's weight words a lane holds: (ROWS, UNROLL, 4)
 X16_BUF = UNROLL * WORDS  # fp16_gemv: a trip's x words, (UNROLL, 4): 8 halves a group
-X8_BUF = UNROLL * 2 * WORDS  # optimized: a trip's x words, (UNROLL, 8): 16 halves a group
+W8_BUF = ROWS * INT8_UNROLL * WORDS  # optimized: a trip's weight words, (ROWS, INT8_UNROLL, 4)
+X8_BUF = INT8_UNROLL * 2 * WORDS  # optimized: a trip's x words, (INT8_UNROLL, 8): 16 halves a group
+PARTIALS = MAX_WARPS * ROWS  # optimized: the warps' row sums, (MAX_WARPS, ROWS) in shared memory
 
 SIGN_BITS = np.uint32(0x80808080)  # xor: every byte b -> b + 128 (two's complement -> unsigned)
 MAGIC_BITS = np.uint32(0x4B000000)  # the bits of 2^23: OR a byte into its mantissa's low 8 bits
@@ -311,76 +324,81 @@ def unpack_int8x4(word, bits, at):
 @cuda.jit
 def int8_gemv_kernel(w_words, scales, x_words, y):  # (out, in / 4) uint32, (out,), (in / 2,) uint32, (out,)
     """y = scales * (W x) with the int8 W seen as uint32 words (four weights each) and x as uint32
-    words (two halves each), in a multiple of 16. The warp and row layout of fp16_gemv_kernel (a warp
-    per ROWS rows, grid-stride, a clamped second row), with groups of 16 int8 = one wide.load4 of
-    w_words at 4 * g per row, and x's 16 halves for it = two wide.load4 of x_words at 8 * g, 8 * g + 4.
+    words (two halves each), in a multiple of 16. A BLOCK per ROWS rows r0, r0 + 1 (r0 = block * 2,
+    grid-stride by the grid's blocks * 2; a second row past the end is clamped onto the last row and
+    not stored), its threads splitting each row's groups: a split-K inside the block, so a long row is
+    read by many warps at once (the host sizes the block: every lane makes about LANE_TRIPS trips).
 
-    groups = w_words.shape[1] // 4. Full trips of UNROLL groups: all the loads first, then per group
-    the 16 halves of x to float32 once (used by both rows), and per row unpack_int8x4 on each of the
-    four words into a 16-word bits buffer, read as float32 through bits.view(np.float32): weight e is
-    f[e] - float32(MAGIC), multiplied by x's e-th value into the row's float32 sum. The leftover
-    groups one at a time. Then warp_sum_rows; lane 0 stores y[r] = acc * scales[r] (the scale once a
-    row, not once a weight). No local memory.
+    groups = w_words.shape[1] // 4: 16 int8 each, one wide.load4 of w_words at 4 * g per row, and x's
+    16 halves for it two wide.load4 of x_words at 8 * g, 8 * g + 4. Thread t takes the groups
+    g = t, t + T, t + 2 T, ... (T = blockDim.x) in trips of INT8_UNROLL (2): g, g + T, ...,
+    g + (INT8_UNROLL - 1) T.
+    A group past the row's end is loaded from the row's last group (min: every address is valid, no
+    branch splits the loads) and its sum multiplied by 0.0: every trip is a full one, all its loads
+    issued before the first multiply. Per group the 16 halves of x to float32 once (used by both
+    rows), and per row unpack_int8x4 on each of the four words into a 16-word bits buffer, read as
+    float32 through bits.view(np.float32): weight e is f[e] - float32(MAGIC), times x's e-th value,
+    summed in float32. Then warp_sum_rows; lane 0 of every warp writes its ROWS sums to a shared
+    (MAX_WARPS, ROWS) array; after a barrier thread i < ROWS adds the warps' sums of row r0 + i and
+    stores y = total * scales (the scale once a row, not once a weight); a second barrier before the
+    shared sums are reused. No local memory.
     """
-    # EXERCISE: fp16_gemv_kernel's loop with 16-int8 groups: x to float32 once, unpack_int8x4, FMAs; scale once a row
+    # EXERCISE: split-K trips of INT8_UNROLL clamped groups (loads, x to float32, unpack, FMAs); warp, then block sum
     rows = w_words.shape[0]
     groups = w_words.shape[1] // WORDS
-    lane = cuda.threadIdx.x % WARP
+    t = cuda.threadIdx.x
+    lane = t % WARP
+    warp = t // WARP
+    threads = cuda.blockDim.x
+    partial = cuda.shared.array(PARTIALS, float32)  # (MAX_WARPS, ROWS): each warp's row sums
     acc = cuda.local.array(ROWS, float32)
-    wbuf = cuda.local.array(W_BUF, uint32)  # (ROWS, UNROLL, 4) words: 16 int8 each
-    xbuf = cuda.local.array(X8_BUF, uint32)  # (UNROLL, 8) words: 16 halves each
+    wbuf = cuda.local.array(W8_BUF, uint32)  # (ROWS, INT8_UNROLL, 4) words: 16 int8 each
+    xbuf = cuda.local.array(X8_BUF, uint32)  # (INT8_UNROLL, 8) words: 16 halves each
     xh = xbuf.view(np.float16)
     xf = cuda.local.array(INT8_GROUP, float32)  # one group's x in float32, shared by the rows
     bits = cuda.local.array(INT8_GROUP, uint32)  # one row's group as float bit patterns MAGIC + b
     f = bits.view(np.float32)
     magic = float32(MAGIC)
-    r0 = cuda.grid(1) // WARP * ROWS
-    while r0 < rows:
+    r0 = cuda.blockIdx.x * ROWS
+    while r0 < rows:  # the same trip count for the whole block: every thread reaches both barriers
         for i in range(ROWS):
             acc[i] = float32(0.0)
-        g = lane
-        while g + (UNROLL - 1) * WARP < groups:
-            # 8 row loads (16 bytes of weights each, 128 bytes a lane) and 8 x loads in flight.
-            for u in range(UNROLL):
-                gu = g + u * WARP
+        g = t
+        while g < groups:
+            # ROWS x INT8_UNROLL row loads (16 bytes of weights each) and 2 x INT8_UNROLL x loads in flight.
+            for u in range(INT8_UNROLL):
+                gu = min(g + u * threads, groups - 1)  # past the end: the last group again, weighted 0
                 b = u * 2 * WORDS
                 xbuf[b], xbuf[b + 1], xbuf[b + 2], xbuf[b + 3] = wide.load4(x_words, 2 * WORDS * gu)
                 xbuf[b + 4], xbuf[b + 5], xbuf[b + 6], xbuf[b + 7] = wide.load4(x_words, 2 * WORDS * gu + WORDS)
                 for i in range(ROWS):
                     r = min(r0 + i, rows - 1)
-                    b = (i * UNROLL + u) * WORDS
+                    b = (i * INT8_UNROLL + u) * WORDS
                     wbuf[b], wbuf[b + 1], wbuf[b + 2], wbuf[b + 3] = wide.load4(w_words, r, WORDS * gu)
-            for u in range(UNROLL):
+            for u in range(INT8_UNROLL):
+                keep = float32(1.0) if g + u * threads < groups else float32(0.0)
                 for e in range(INT8_GROUP):
                     xf[e] = float32(xh[u * INT8_GROUP + e])
                 for i in range(ROWS):
                     for q in range(WORDS):
-                        unpack_int8x4(wbuf[(i * UNROLL + u) * WORDS + q], bits, 4 * q)
+                        unpack_int8x4(wbuf[(i * INT8_UNROLL + u) * WORDS + q], bits, 4 * q)
                     part = float32(0.0)
                     for e in range(INT8_GROUP):
                         part += (f[e] - magic) * xf[e]  # exact: the weight itself, as float32
-                    acc[i] += part
-            g += UNROLL * WARP
-        while g < groups:
-            xbuf[0], xbuf[1], xbuf[2], xbuf[3] = wide.load4(x_words, 2 * WORDS * g)
-            xbuf[4], xbuf[5], xbuf[6], xbuf[7] = wide.load4(x_words, 2 * WORDS * g + WORDS)
-            for i in range(ROWS):
-                b = i * UNROLL * WORDS
-                wbuf[b], wbuf[b + 1], wbuf[b + 2], wbuf[b + 3] = wide.load4(w_words, min(r0 + i, rows - 1), WORDS * g)
-            for e in range(INT8_GROUP):
-                xf[e] = float32(xh[e])
-            for i in range(ROWS):
-                for q in range(WORDS):
-                    unpack_int8x4(wbuf[i * UNROLL * WORDS + q], bits, 4 * q)
-                for e in range(INT8_GROUP):
-                    acc[i] += (f[e] - magic) * xf[e]
-            g += WARP
+                    acc[i] += part * keep  # one FMA a group: a clamped (repeated) group counts 0
+            g += INT8_UNROLL * threads
         warp_sum_rows(acc)
         if lane == 0:
             for i in range(ROWS):
-                if r0 + i < rows:
-                    y[r0 + i] = acc[i] * scales[r0 + i]  # the row's scale, once
-        r0 += cuda.gridsize(1) // WARP * ROWS
+                partial[warp * ROWS + i] = acc[i]
+        cuda.syncthreads()  # every warp's sums in shared memory
+        if t < ROWS and r0 + t < rows:
+            total = float32(0.0)
+            for v in range(threads // WARP):
+                total += partial[v * ROWS + t]
+            y[r0 + t] = total * scales[r0 + t]  # the row's scale, once
+        cuda.syncthreads()  # the sums are read before the next row pair overwrites them
+        r0 += cuda.gridDim.x * ROWS
 
 
 _SIG_ROWS = "void({w}[:, ::1], float32[::1], float16[::1], float32[::1])"
@@ -399,6 +417,13 @@ KERNELS = {
 def _grid(rows: int) -> int:
     """One warp per row pair where the GPU holds them (BLOCKS_PER_SM blocks an SM), grid-stride past that."""
     return launch.grid_stride_blocks(-(-rows // ROWS) * WARP, THREADS, BLOCKS_PER_SM)
+
+
+def _split_threads(groups: int) -> int:
+    """The split-K block of optimized: enough warps that each lane covers its share of a row's groups
+    in LANE_TRIPS trips of INT8_UNROLL (at least one warp, at most MAX_WARPS)."""
+    warps = -(-groups // (WARP * INT8_UNROLL * LANE_TRIPS))
+    return WARP * max(1, min(MAX_WARPS, warps))
 
 
 def _wide(group: int, *arrays) -> bool:
@@ -442,7 +467,9 @@ def optimized(w, scales, w16, x):
     rows = w.shape[0]
     y = launch.empty((rows,), np.float32)
     if _wide(INT8_GROUP, d_w, d_x):
-        int8_gemv_kernel[_grid(rows), THREADS](d_w.view(np.uint32), d_s, d_x.view(np.uint32), y)
+        threads = _split_threads(w.shape[1] // INT8_GROUP)
+        blocks = launch.grid_stride_blocks(-(-rows // ROWS), 1, SPLIT_BLOCKS_PER_SM)
+        int8_gemv_kernel[blocks, threads](d_w.view(np.uint32), d_s, d_x.view(np.uint32), y)
     else:  # in not a multiple of 16: one weight at a time (float32(int8): the slow conversion, rare here)
         gemv_rows_kernel[_grid(rows), THREADS](d_w, d_s, d_x, y)
     return launch.result(y, w, scales, x)

@@ -78,6 +78,19 @@ def test_grid_strides_over_rows(version):
     _check(version, xs, f"131 x 16, seed={seed}")
 
 
+def test_optimized_kernel_any_block():
+    """int8_gemv_kernel as its docstring states it, launched by hand with one warp a block and two
+    blocks for three row pairs: 257 groups make three trips a lane, the last one mostly past the row's
+    end (clamped, counted 0), and each block strides to a second row pair (its shared sums reused)."""
+    g.require_implemented("optimized")
+    (w, scales, w16, x), seed = g.inputs((5, 4112), "optimized", "one-warp")
+    d_w, d_s, d_x = launch.to_device(w, scales, x)
+    y = launch.empty((5,), np.float32)
+    g.target.int8_gemv_kernel[2, 32](d_w.view(np.uint32), d_s, d_x.view(np.uint32), y)
+    checking.assert_matches(checking.to_host(y), sol.reference(w, scales, w16, x), rtol=sol.RTOL,
+                            floor=sol.ERROR_FLOOR, name=f"int8_gemv_kernel[2, 32](5 x 4112, seed={seed})")
+
+
 @pytest.mark.parametrize("version", sol.VERSIONS)
 def test_device_x_off_the_16_byte_grid(version):
     """x as a device view 2 bytes past a 16-byte boundary: no 16-byte load may touch it (the one-element
@@ -154,7 +167,7 @@ def test_optimized_unpacks_without_conversions():
     every weight of a trip, and no int->float conversion (cvt.rn.f32.s32 / .s8) on the weights."""
     ptx = g.report("optimized").ptx
     prmt = len(re.findall(r"\bprmt\.b32\b", ptx))
-    per_trip = sol.ROWS * sol.UNROLL * sol.INT8_GROUP
+    per_trip = sol.ROWS * sol.INT8_UNROLL * sol.INT8_GROUP
     assert prmt >= per_trip, (
         f"optimized: {prmt} prmt.b32 in the PTX for {per_trip} weights a trip: assemble each weight's float "
         "bits with one cuda.libdevice.byte_perm (shift, mask and OR take three instructions)")

@@ -119,11 +119,13 @@ def test_tuned_partition_fills_the_gpu():
     chunk of up to MAX_GROUP heads of its group, partition)."""
     require_written()
     tuned = g.target.tuned_partition
-    # bench: 8 seqs x 8 KV heads (4 heads per block) = 64 blocks; 16 partitions of 2048 make 1024
-    assert tuned(8, 32, 8, 32768, 16, 132) == 2048
+    # bench: 8 seqs x 8 KV heads (4 heads per block) = 64 blocks; 8 partitions of 4096 make 512 (~4 per SM)
+    assert tuned(8, 32, 8, 32768, 16, 132) == 4096
     assert tuned(64, 32, 32, 4096, 16, 132) == 0  # plain multi-head: 2048 blocks already, no split
-    assert tuned(64, 32, 8, 4096, 16, 132) == 2048  # GQA 4:1: only 512 blocks, so two partitions
-    assert tuned(2, 16, 2, 65536, 16, 132) == 512  # group 8 = two blocks per KV head: 8 per partition
+    assert tuned(64, 32, 8, 4096, 16, 132) == 0  # GQA 4:1: 512 blocks, already ~4 per SM: no split
+    assert tuned(16, 32, 8, 4096, 16, 132) == 1024  # 128 blocks: 4 partitions wanted, 4 of 1024 tokens
+    assert tuned(4, 32, 8, 32768, 16, 132) == 2048  # day 81's shape: 32 blocks, 16 partitions of 2048
+    assert tuned(2, 16, 2, 65536, 16, 132) == 1024  # group 8 = two blocks per KV head: 8 per partition
     for seqs, heads, kv_heads, ctx, bs in ((1, 8, 1, 100_000, 32), (3, 12, 4, 50_000, 8)):
         size = tuned(seqs, heads, kv_heads, ctx, bs, 132)
         blocks = seqs * heads // sol.heads_per_block(heads, kv_heads, sol.MAX_GROUP) * -(-ctx // size)
@@ -148,6 +150,44 @@ def test_partition_kernel_merges_through_shared_memory():
         staging = w * sol.MAX_GROUP * 128 * 4  # (warps, heads * head_dim) floats
         # + each warp's maxima and sums, and the 1 KB sm_90 reserves for the system in every block
         assert staging <= rep.shared_bytes <= staging + 2048, f"{w} warps: {rep.shared_bytes} B of shared"
+
+
+READ_SIZES = [(Config(3, 8, 2, 32, 8, 21, "float16"), 8, 2, False),  # GQA 4:1, 3 of 4 partitions live
+              (Config(3, 8, 2, 32, 8, 21, "float16"), 16, 1, True),  # the same over a dense cache
+              (Config(2, 4, 1, 80, 8, 13, "float16"), 0, 2, False),  # a ragged row, no split
+              (Config(2, 8, 1, 32, 4, 9, "float32"), 4, 2, False)]  # MQA, group 8: two blocks per KV head
+
+
+@pytest.mark.parametrize("cfg,partition,warps,dense", READ_SIZES,
+                         ids=[f"{'dense' if d else 'paged'}-head{c.head_dim}-partition{p}-warps{w}"
+                              for c, p, w, d in READ_SIZES])
+def test_read_only_walk_reads_every_live_row_once(cfg, partition, warps, dense):
+    """tools/paged_bound.py's bound: the attention's grid and loads with only an integer sum of each word's
+    halves. Every block's sum must equal NumPy's over exactly its live K and V rows: a dead row read, a
+    row missed or a page of the wrong KV head changes it (and a block that wrote nothing keeps poison)."""
+    require_written()
+    xs, seed = g.inputs(cfg, "read-only", partition, warps, dense)
+    _, kc, vc, tables, lens, _ = xs
+    if dense:  # (num_seqs, num_kv_heads, capacity, head_dim): each sequence's tokens in order
+        ids = np.clip(tables, 0, kc.shape[0] - 1)
+        kc, vc = (np.ascontiguousarray(c[ids].reshape(len(lens), -1, cfg.num_kv_heads, cfg.head_dim)
+                                       .transpose(0, 2, 1, 3)) for c in (kc, vc))
+    got = g.target.read_pages(kc, vc, tables, lens, cfg.num_heads, partition=partition, num_warps=warps, dense=dense)
+    want = sol.read_reference(kc, vc, tables, lens, cfg.num_heads, partition=partition, dense=dense)
+    assert got.shape == want.shape, f"sums of shape {got.shape}, expected {want.shape}"
+    assert want.any(), "the reference sums are all zero: the inputs say nothing"
+    bad = np.argwhere(got != want)
+    assert not bad.size, (f"seed {seed}: block (chunk, seq, partition) {tuple(int(v) for v in bad[0])} summed "
+                          f"{got[tuple(bad[0])]}, expected {want[tuple(bad[0])]} ({len(bad)} blocks differ)")
+
+
+def test_read_only_walk_keeps_its_words_in_registers():
+    """The bound's kernel: the same shuffles and one barrier, no stack, and far fewer registers than the
+    attention's (which is why tools/paged_bound.py also runs it capped at the attention's blocks per SM)."""
+    require_written()
+    rep, att = g.report("optimized.read"), g.report("optimized")
+    assert rep.stack_bytes == 0 and rep.count("shfl.sync") > 0 and rep.count("bar.sync") > 0
+    assert rep.registers < att.registers, f"read-only {rep.registers} registers, attention {att.registers}"
 
 
 def test_reduce_kernel_needs_no_shared_memory():

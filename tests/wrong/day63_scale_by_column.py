@@ -13,15 +13,11 @@ SOLUTION = "day63_int8_gemv"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
         "                        part += (f[e] - magic) * xf[e]  # exact: the weight itself, as float32\n",
-        "                        part += (f[e] - magic) * scales[INT8_GROUP * (g + u * WARP) + e] * xf[e]"
+        "                        part += (f[e] - magic) * scales[INT8_GROUP * (g + u * threads) + e] * xf[e]"
         "  # MISTAKE: the column's scale\n",
     ),
     (
-        "                    acc[i] += (f[e] - magic) * xf[e]\n",
-        "                    acc[i] += (f[e] - magic) * scales[INT8_GROUP * g + e] * xf[e]  # MISTAKE: the column's\n",
-    ),
-    (
-        "                    y[r0 + i] = acc[i] * scales[r0 + i]  # the row's scale, once\n",
-        "                    y[r0 + i] = acc[i]  # MISTAKE: scaled per weight above, by column\n",
+        "            y[r0 + t] = total * scales[r0 + t]  # the row's scale, once\n",
+        "            y[r0 + t] = total  # MISTAKE: scaled per weight above, by column\n",
     ),
 ]
