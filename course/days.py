@@ -66,8 +66,27 @@ class DayInfo:
         return all(p.exists() for p in paths)
 
 
+_CONSTANTS: dict[Path, tuple[tuple[int, int], dict]] = {}  # path -> ((mtime_ns, size), constants)
+
+
 def constants(path: Path) -> dict[str, object]:
-    """Module-level string constants of a file, read without importing it (no numba, no GPU)."""
+    """Module-level string constants of a file, read without importing it (no numba, no GPU).
+
+    Remembered per file until it changes (its mtime or size): every grader's import lists all the days
+    (``all_days``), and parsing 90 solutions each time cost a test run a minute of collection."""
+    path = Path(path)
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _CONSTANTS.get(path)
+    if hit is None or hit[0] != key:
+        hit = _CONSTANTS[path] = (key, _parse_constants(path))
+    return dict(hit[1])
+
+
+def _parse_constants(path: Path) -> dict[str, object]:
     found = {}
     try:
         tree = ast.parse(path.read_text())
