@@ -8,7 +8,7 @@ v1 naive      one thread per point, (32, 8, 1) blocks: seven loads per output fr
               x and most y neighbours hit L1; the z neighbours were loaded by blocks one plane away,
               so they come from L2 -- or from DRAM again once a plane no longer fits in L2.
 v2 optimized  each (32, 16) block marches along z through Z_CHUNK planes. Every thread keeps its own
-              column's z - 1, z and z + 1 in registers (plus two planes of prefetch), writes plane z
+              column's z - 1, z and z + 1 in registers (plus LEAD planes of prefetch), writes plane z
               into a shared (18, 34) tile whose halo rows and columns three warps load, and reads its
               four x-y neighbours from there: one global load per output, each input read once. The
               tile is double-buffered by z's parity, so a plane needs one barrier, not two.
@@ -28,6 +28,12 @@ Sixteen clocks on four schedulers are ~64 warp-instructions per warp of 32 outpu
 and reached 42 % of the copy rate; here the loop issues ~45 a plane (2 loads, 2 barriers, 2 shared
 stores, 4 shared loads, 7 FP, 1 store, ~12 address adds, the rest predicates and loop control;
 one of those barriers is gone with the double-buffered tile).
+At the copy rate those ~45 instructions an output are ~71 % of the SM's issue slots (132 SMs x 4
+schedulers x 1.98 GHz), at 85 % of it ~83 %. Measured on an H200 at 512^3: LEAD = 2 357.5 us (71 %),
+LEAD = 3 390.7 us (65 %: 34 registers, 3 blocks an SM instead of 4), LEAD = 4 355.6 us (71 %): more
+loads in flight changed nothing, so latency is not the bound; the instruction count (with a barrier
+every plane) is. Fewer instructions an output (two outputs a thread along y: one barrier, one loop
+step and one set of offsets for both) is the next step.
 """
 
 import numpy as np
@@ -48,6 +54,8 @@ BOUND = "memory"
 NAIVE_BLOCK = (32, 8, 1)  # (x, y, z): a warp is 32 neighbours of one row
 BLOCK = (32, 16)  # optimized (x, y); 2 * BLOCK[1] == BLOCK[0], so one warp loads both side columns
 Z_CHUNK = 64  # planes per block: enough blocks to fill the GPU, 2 extra planes read per 64
+LEAD = 2  # planes the z queue loads ahead of plane z + 1 (>= 1): LEAD + 1 loads in flight a thread
+QUEUE = LEAD + 2  # the column's queue: planes z - 1 .. z + LEAD
 PLANE_H = BLOCK[1] + 2  # (18, 34): the tile of plane z and a one-point halo all round
 PLANE_W = BLOCK[0] + 2
 PLANE_SLOTS = PLANE_H * PLANE_W  # the shared plane, flat
@@ -149,11 +157,14 @@ def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
     2. Decide every x-y bounds test once, before the march (inside the grid? halo point inside?), and
        keep uint64 offsets: one for the thread's point of plane z, one per prefetch; each grows by
        ny * nx a plane. Points outside the grid are zero.
-    3. Keep the column in registers: below (z - 1), here (z), above (z + 1), and prefetch two planes
-       ahead so loads are in flight through the barriers; the halo point keeps a shorter queue.
-    4. For each z: issue the prefetch loads (test z only near the chunk's end: split the march into a
-       main loop and a tail of the last planes); call _stencil_plane (you write it too: plane z into
-       its half, barrier, the outputs; every thread calls it); switch the half; rotate the queues.
+    3. Keep the column in registers: a queue q = cuda.local.array(QUEUE, float32) of planes z - 1
+       (below), z (here), z + 1 (above) and LEAD planes of prefetch, so LEAD + 1 loads are in flight
+       through the barriers; the halo point keeps a queue hq of planes z .. z + LEAD - 1. Index both
+       only with constants (loops over range(constant) that unroll): registers, no stack.
+    4. For each z: issue the prefetch loads of planes z + LEAD + 1 and (halo) z + LEAD (test z only
+       near the chunk's end: split the march into a main loop and a tail of the last planes); call
+       _stencil_plane (you write it too: plane z into its half, barrier, the outputs; every thread
+       calls it); switch the half; rotate the queues.
        One barrier a plane is enough: the half written at z last held plane z - 2, which every
        thread finished reading before the barrier of plane z - 1.
     """
@@ -202,45 +213,57 @@ def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
     cy = coef[2]
     cz = coef[3]
 
-    # The register queue along z. Loads are issued two planes before they are used: each thread has
-    # two loads in flight through every plane's barriers and arithmetic (Little's law: at ~16 B per
-    # clock per SM and ~1000 clocks of latency, an SM needs ~16 KB in flight).
+    # The register queue along z: q[k] is the thread's column at plane z - 1 + k (q[0] below, q[1]
+    # here, q[2] above, then LEAD planes prefetched), hq[k] its halo point at plane z + k. Every
+    # index is a constant once the loops unroll, so both queues are registers, and rotating them is
+    # register renaming. At plane z the thread issues the load of plane z + LEAD + 1: LEAD + 1 loads
+    # in flight through every plane's barrier and arithmetic (Little's law: at ~16 B per clock per
+    # SM and ~1000-1500 clocks of latency, an SM needs ~16-24 KB in flight; LEAD = 2 gave ~16 KB).
+    q = cuda.local.array(QUEUE, float32)
+    hq = cuda.local.array(LEAD, float32)
     at = uint64(z0) * step + col  # (z, y, x): this thread's point of plane z
     halo_at = uint64(z0) * step + halo_col
-    below = flat_u[at - step] if inside and z0 >= 1 else zero
-    here = flat_u[at] if inside else zero
-    above = flat_u[at + step] if inside and z0 + 1 <= zlast else zero
-    ahead = flat_u[at + uint64(2) * step] if inside and z0 + 2 <= zlast else zero
-    halo_here = flat_u[halo_at] if halo_in else zero
-    halo_above = flat_u[halo_at + step] if halo_in and z0 + 1 < z1 else zero
+    q[0] = flat_u[at - step] if inside and z0 >= 1 else zero
+    for k in range(1, LEAD + 2):
+        q[k] = flat_u[at + uint64(k - 1) * step] if inside and z0 + k - 1 <= zlast else zero
+    for k in range(LEAD):
+        hq[k] = flat_u[halo_at + uint64(k) * step] if halo_in and z0 + k < z1 else zero
     mine = uint64((ty + 1) * PLANE_W + tx + 1)  # this thread's slot in the first half of `plane`
     duty = uint64(sy * PLANE_W + sx)  # the halo slot it fills (if on duty)
     half = uint64(0)  # the half plane z uses: 0 or PLANE_SLOTS, switched every plane
-    # Main march: while plane z + 3 exists and is still needed, the two prefetches need no test on z.
-    # Each prefetch has its own running offset: one 64-bit add a plane, no multiply.
-    ahead_at = at + uint64(3) * step  # (z + 3, y, x)
-    halo_ahead_at = halo_at + uint64(2) * step  # (z + 2, hy, hx)
-    z_tail = max(z0, zlast - 2)
+    # Main march: while plane z + LEAD + 1 exists and is still needed, the prefetches need no test on
+    # z. Each prefetch has its own running offset: one 64-bit add a plane, no multiply.
+    ahead_at = at + uint64(LEAD + 1) * step  # (z + LEAD + 1, y, x)
+    halo_ahead_at = halo_at + uint64(LEAD) * step  # (z + LEAD, hy, hx)
+    z_tail = max(z0, zlast - LEAD)
     for _z in range(z0, z_tail):
-        ahead2 = flat_u[ahead_at] if inside else zero
+        ahead = flat_u[ahead_at] if inside else zero
         halo_ahead = flat_u[halo_ahead_at] if halo_in else zero
-        _stencil_plane(plane, flat_out, at, half + mine, half + duty, on_duty, inside, here, below, above,
-                       halo_here, c, cx, cy, cz)
+        _stencil_plane(plane, flat_out, at, half + mine, half + duty, on_duty, inside, q[1], q[0], q[2],
+                       hq[0], c, cx, cy, cz)
         half = uint64(PLANE_SLOTS) - half
-        below, here, above, ahead = here, above, ahead, ahead2
-        halo_here, halo_above = halo_above, halo_ahead
+        for k in range(LEAD + 1):
+            q[k] = q[k + 1]
+        q[LEAD + 1] = ahead
+        for k in range(LEAD - 1):
+            hq[k] = hq[k + 1]
+        hq[LEAD - 1] = halo_ahead
         at += step
         ahead_at += step
         halo_ahead_at += step
-    # The last two or three planes of the chunk: each prefetch stops at the last plane needed.
+    # The last LEAD or LEAD + 1 planes of the chunk: each prefetch stops at the last plane needed.
     for z in range(z_tail, z1):
-        ahead2 = flat_u[ahead_at] if inside and z + 3 <= zlast else zero
-        halo_ahead = flat_u[halo_ahead_at] if halo_in and z + 2 < z1 else zero
-        _stencil_plane(plane, flat_out, at, half + mine, half + duty, on_duty, inside, here, below, above,
-                       halo_here, c, cx, cy, cz)
+        ahead = flat_u[ahead_at] if inside and z + LEAD + 1 <= zlast else zero
+        halo_ahead = flat_u[halo_ahead_at] if halo_in and z + LEAD < z1 else zero
+        _stencil_plane(plane, flat_out, at, half + mine, half + duty, on_duty, inside, q[1], q[0], q[2],
+                       hq[0], c, cx, cy, cz)
         half = uint64(PLANE_SLOTS) - half
-        below, here, above, ahead = here, above, ahead, ahead2
-        halo_here, halo_above = halo_above, halo_ahead
+        for k in range(LEAD + 1):
+            q[k] = q[k + 1]
+        q[LEAD + 1] = ahead
+        for k in range(LEAD - 1):
+            hq[k] = hq[k + 1]
+        hq[LEAD - 1] = halo_ahead
         at += step
         ahead_at += step
         halo_ahead_at += step

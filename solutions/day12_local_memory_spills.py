@@ -3,25 +3,30 @@
 v1 naive      copy the window into a per-thread array and insertion-sort it: the sort indexes the
               array with run-time values, registers cannot be indexed, so the array lives in local
               memory (a stack frame in device memory, cached in L1) and every compare is a load.
-v2 optimized  the same nine values as nine scalars and a fixed network of min/max: every "index" is
-              known at compile time, so all of it stays in registers (stack frame 0). Only the 8
-              samples whose window reaches past an end clamp their loads; the interior loop
-              (grid-stride, unsigned index) loads x[j .. j + 8] from one address with no clamping.
+v2 optimized  four neighbouring outputs per thread from twelve named values and a min/max network
+              that shares the work of overlapping windows (_median4): 50 min/max for four medians
+              instead of 120. Every "index" is known at compile time, so all of it stays in
+              registers (stack frame 0). The loads are staged: each block walks tiles of
+              ITEMS * THREADS outputs, loads the tile's span coalesced into shared memory (the next
+              tile's loads in flight while this one computes), and stores through shared memory so a
+              warp's stores are coalesced too. Only the first and last tile clamp their loads.
 
-Napkin math: 8 bytes a sample through DRAM (the window's other 8 reads hit L1), 30 min/max a sample.
-n = 2^27 moves 1.07 GB, ~0.26 ms at the H200's ~4.1 TB/s copy rate: ~16 SM clocks per warp of 32
-samples. Measured on an H200: naive 12.1 ms; a network clamping all nine indices of every window
-1.47 ms (17 % of the copy rate: ~130 instructions a sample, a third of them Numba's wrap-around
-handling of possibly negative indices). The interior loop here is 53 SASS instructions a sample, 30
-of them FMNMX on the half-rate ALU pipe: ~19 clocks of ALU work per warp against DRAM's 16, so the
-network itself is the ceiling, at roughly 80 % of the copy rate.
+Napkin math: 8 bytes a sample through DRAM, n = 2^27 moves 1.07 GB, ~0.26 ms at the H200's
+~4.1 TB/s copy rate: ~16 SM clocks per warp of 32 samples (~64 issue slots over four schedulers).
+Measured on an H200: naive 12.1 ms; one network per sample (30 min/max, 9 loads from L1, one sample
+per thread per grid-stride step) 0.62 ms, 41 % of the copy rate: each thread had one 4-byte load in
+flight, ~8 KB per SM where the copy rate needs ~25 KB (latency x bandwidth), and 30 FMNMX plus ~8
+integer instructions on the half-rate ALU pipe were already ~19 of the 16 clocks. Here a thread
+keeps five loads in flight (2048 threads: ~40 KB per SM) and a sample costs 12.5 FMNMX, 3 shared
+loads, ~4 other shared accesses and ~6 for addresses, guards and the loop: ~26 issue slots of the 64,
+~9 ALU clocks of the 16. Measured: 275 us, 92 % of the copy rate (331 us, 76 %, with 4 blocks per SM).
 `make inspect DAY=12` shows the naive kernel's stack frame and the optimized kernel's none.
 """
 
 import numpy as np
 
 from course import cuda, launch  # first: course picks GPU or simulator before numba loads
-from numba import float32, uint64
+from numba import float32, int64, uint64
 
 TITLE = "Local memory and spills"
 MEMORY_SPACE = "local"
@@ -31,7 +36,13 @@ WIDTH = 2 * RADIUS + 1
 TEST_SIZES = (1, 5, 255, 257, 1021, 2053)  # shorter than the window, a block -1 and +1, primes
 BENCH_SIZES = (1 << 27,)  # 537 MB in, 537 MB out: ~18x the 60 MB L2
 BOUND = "memory"
-THREADS = 256
+THREADS = 256  # naive's block; also the sliding kernel's (a multiple of 32: the bank arithmetic)
+ITEMS = 4  # outputs per thread in the sliding kernel: _median4 is written for four
+BLOCKS_PER_SM = 8  # the sliding kernel's grid: 8 x 256 threads (30 registers each) fill an SM
+TILE = ITEMS * THREADS  # outputs per block per step
+SPAN = TILE + 2 * RADIUS  # inputs per step: the tile and its halo
+PHASE_SLOTS = THREADS + 2 * RADIUS  # one row of the phase-split shared layout: = 8 (mod 32)
+BUFFER_SLOTS = ITEMS * PHASE_SLOTS  # one shared buffer, flat
 
 
 def make_inputs(n: int, seed: int = 0):
@@ -83,69 +94,159 @@ def median_sort_kernel(x, out):
 
 
 @cuda.jit(device=True, inline=True)
-def _sort3(a, b, c):
-    """(min, median, max) of three values with six min/max: no branches, no indexing."""
-    lo = min(a, b)
-    hi = max(a, b)
-    med = max(lo, min(hi, c))
-    return min(lo, c), med, max(hi, c)
+def _cx(a, b):
+    """A compare-exchange: (min, max), two FMNMX instructions, no branch."""
+    return min(a, b), max(a, b)
 
 
 @cuda.jit(device=True, inline=True)
-def _median9(v0, v1, v2, v3, v4, v5, v6, v7, v8):
-    """Median of nine named values with 30 min/max: sort each row of three with _sort3, then the
-    median is the median of (largest row minimum, median of the row medians, smallest row maximum).
-    No array and no branch: every value has a fixed register."""
-    # EXERCISE: _sort3 each row of three; the median of (max of the minima, median of the medians, min of the maxima)
-    l0, m0, h0 = _sort3(v0, v1, v2)
-    l1, m1, h1 = _sort3(v3, v4, v5)
-    l2, m2, h2 = _sort3(v6, v7, v8)
-    lo = max(max(l0, l1), l2)
-    hi = min(min(h0, h1), h2)
-    _, mid, _ = _sort3(m0, m1, m2)
-    _, med, _ = _sort3(lo, mid, hi)
-    return med
+def _middle4_of6(a0, a1, a2, a3, a4, a5):
+    """Ranks 1..4 (0-based) of six named values: the 12-exchange sorting network for six, with the
+    two exchanges whose other output is the unused minimum or maximum cut to one min/max: 22 in all."""
+    # EXERCISE: five layers of compare-exchanges; in the fourth, keep only max(a0, a1) and min(a4, a5)
+    a0, a5 = _cx(a0, a5)
+    a1, a3 = _cx(a1, a3)
+    a2, a4 = _cx(a2, a4)
+    a1, a2 = _cx(a1, a2)
+    a3, a4 = _cx(a3, a4)
+    a0, a3 = _cx(a0, a3)
+    a2, a5 = _cx(a2, a5)
+    a1 = max(a0, a1)  # the smallest of the six is never needed again
+    a2, a3 = _cx(a2, a3)
+    a4 = min(a4, a5)  # nor the largest
+    a1, a2 = _cx(a1, a2)
+    a3, a4 = _cx(a3, a4)
+    return a1, a2, a3, a4
+
+
+@cuda.jit(device=True, inline=True)
+def _middle2_of8(c1, c2, c3, c4, p, q):
+    """Ranks 3 and 4 of eight values: six whose ranks 1..4 are c1 <= c2 <= c3 <= c4, plus p and q.
+
+    The k-th smallest of two sorted lists a, b is min over i of max(a_i, b_(k-i)): take i from a
+    and k - i from b, the largest of them bounds the k-th from above, and the best split meets it.
+    With b = (min(p, q), max(p, q)) only three splits exist for each rank: 10 min/max."""
+    # EXERCISE: sort p, q; each rank is the min of three splits (two of them a max of a c and a p)
+    p0 = min(p, q)
+    p1 = max(p, q)
+    r3 = min(min(max(c1, p1), max(c2, p0)), c3)
+    r4 = min(min(max(c2, p1), max(c3, p0)), c4)
+    return r3, r4
+
+
+@cuda.jit(device=True, inline=True)
+def _median4(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11):
+    """The medians of the four windows v0..v8, v1..v9, v2..v10, v3..v11 of twelve named values.
+
+    Neighbouring windows share most of their values, so share the work: v3..v8 lie in all four
+    windows (ranks 1..4 of them, 22 min/max); v1..v8 in the first two and v3..v10 in the last two
+    (ranks 3 and 4 of each eight, 10 min/max each); each window then adds one value, and the median
+    of nine is the middle of (rank 3, the new value, rank 4): 2 min/max. 50 min/max for four medians,
+    12.5 a sample instead of 30."""
+    # EXERCISE: _middle4_of6 on the shared six, _middle2_of8 for each pair, then max(r3, min(new, r4)) per window
+    c1, c2, c3, c4 = _middle4_of6(v3, v4, v5, v6, v7, v8)
+    a3, a4 = _middle2_of8(c1, c2, c3, c4, v1, v2)  # v1..v8: windows 0 and 1
+    b3, b4 = _middle2_of8(c1, c2, c3, c4, v9, v10)  # v3..v10: windows 2 and 3
+    return (max(a3, min(v0, a4)), max(a3, min(v9, a4)),
+            max(b3, min(v2, b4)), max(b3, min(v11, b4)))
+
+
+@cuda.jit(device=True, inline=True)
+def _load_span(x, tile0, t):
+    """Thread t's ITEMS + 1 loads of the span x[tile0 - RADIUS .. tile0 + TILE + RADIUS - 1]: span
+    element e = m * THREADS + t for m < ITEMS, and the halo element ITEMS * THREADS + t for t < 2R.
+    A warp loads 32 neighbouring values per instruction (coalesced), and every load is issued before
+    any is used: ITEMS + 1 loads in flight per thread."""
+    n = x.size
+    first = tile0 - RADIUS
+    h = float32(0)
+    if first >= 0 and first + SPAN <= n:
+        # Inside the array (every tile but the first and the last): no clamp, and an unsigned base so
+        # the five addresses are one register plus constants, with no wrap-around check.
+        base = uint64(first + t)
+        g0 = x[base]
+        g1 = x[base + uint64(THREADS)]
+        g2 = x[base + uint64(2 * THREADS)]
+        g3 = x[base + uint64(3 * THREADS)]
+        if t < 2 * RADIUS:
+            h = x[base + uint64(4 * THREADS)]
+    else:
+        # The first or last tile: clamp into [0, n - 1], which is the filter's edge rule (the end
+        # values repeat), and keeps the loads of a ragged last tile inside the array.
+        last = n - 1
+        g0 = x[uint64(min(max(first + t, 0), last))]
+        g1 = x[uint64(min(max(first + THREADS + t, 0), last))]
+        g2 = x[uint64(min(max(first + 2 * THREADS + t, 0), last))]
+        g3 = x[uint64(min(max(first + 3 * THREADS + t, 0), last))]
+        if t < 2 * RADIUS:
+            h = x[uint64(min(max(first + 4 * THREADS + t, 0), last))]
+    return g0, g1, g2, g3, h
 
 
 @cuda.jit
-def median_network_kernel(x, out):
-    """The same median as the naive kernel with no array at all: nine named values and _median9,
-    no run-time index anywhere, so the stack frame must be 0 bytes.
+def median_sliding_kernel(x, out):
+    """Four neighbouring medians per thread from twelve named values, spans staged in shared memory.
 
-    The loads: threads t < 2 * RADIUS each compute one edge sample (i = t, or n - 2 * RADIUS + t;
-    skip i outside 0..n-1) with indices clamped to [0, n - 1]. Then a grid-stride loop over an
-    unsigned j = uint64(t) while j + 2 * RADIUS < n writes out[j + RADIUS] from x[j .. j + 8] with no
-    clamping (write the offsets as uint64(k): a signed index costs a wrap-around check per load).
+    Block b walks tiles b, b + gridDim, ... of TILE = ITEMS * THREADS outputs (grid-stride over
+    tiles). Per tile: the span's loads (prefetched during the previous tile, _load_span) go to
+    `inp` in the phase-split layout slot(e) = (e % 4) * PHASE_SLOTS + e // 4; barrier; the next
+    tile's loads are issued; thread t reads span elements 4t .. 4t + 11 (slot t + a constant),
+    _median4 gives outputs 4t .. 4t + 3, written to `res` at slot d * PHASE_SLOTS + t; barrier; thread
+    t stores outputs m * THREADS + t from `res` (coalesced), guarded by n. Every value has a name:
+    stack frame 0.
     """
-    # EXERCISE: edge samples with clamped loads, then a grid-stride interior loop on an unsigned index
+    # EXERCISE: stage the span, barrier, prefetch the next tile, _median4 of 12 reads, stage results, barrier, store
+    # Two (ITEMS, PHASE_SLOTS) buffers, flat. Thread t needs span elements 4t .. 4t + 11: stored in
+    # order, lane t would read word 4t + k, four lanes to a bank (a 4-way conflict on every read).
+    # Split by phase instead, element e at row e % 4, column e // 4: lane t's element 4t + k sits at
+    # row k % 4, column t + k // 4, so a warp reads 32 consecutive words of one row. The coalesced
+    # writes (lane t writes element m * THREADS + t) then cover 4 rows x 8 columns; PHASE_SLOTS =
+    # 8 (mod 32) puts those 32 words in 32 different banks too.
+    inp = cuda.shared.array(BUFFER_SLOTS, float32)
+    res = cuda.shared.array(BUFFER_SLOTS, float32)
     n = x.size
-    t = cuda.grid(1)
-    # The 2 * RADIUS samples whose window hangs past an end (every sample when n <= 2 * RADIUS):
-    # one thread each, loads clamped to [0, n - 1] so the end values repeat.
-    if t < 2 * RADIUS:
-        i = t if t < RADIUS else n - 2 * RADIUS + t
-        if 0 <= i < n:
-            last = n - 1
-            out[i] = _median9(x[max(i - 4, 0)], x[max(i - 3, 0)], x[max(i - 2, 0)], x[max(i - 1, 0)], x[i],
-                              x[min(i + 1, last)], x[min(i + 2, last)], x[min(i + 3, last)], x[min(i + 4, last)])
-    # Every other sample, grid-stride: the window x[j .. j + 8] of sample j + RADIUS lies inside x, so
-    # no clamping. j is unsigned: a signed index makes Numba add a wrap-around check per load, and
-    # clamped indices cost a compare and a select each; here the nine loads share one address,
-    # x + 4j, with offsets 0, 4, ..., 32 bytes, and the loop is the 30 min/max plus ~20 instructions.
-    # Nine named values, not an array: every one has a fixed register. Neighbouring threads read
-    # overlapping windows, so eight of the nine loads hit L1.
-    j = uint64(t)
-    stride = uint64(cuda.gridsize(1))
-    end = uint64(n)
-    while j + uint64(2 * RADIUS) < end:
-        out[j + uint64(RADIUS)] = _median9(
-            x[j], x[j + uint64(1)], x[j + uint64(2)], x[j + uint64(3)], x[j + uint64(4)],
-            x[j + uint64(5)], x[j + uint64(6)], x[j + uint64(7)], x[j + uint64(8)])
-        j += stride
+    t = cuda.threadIdx.x
+    stage = uint64((t % ITEMS) * PHASE_SLOTS + t // ITEMS)  # slot of element (or output) m * THREADS + t, m = 0
+    mine = uint64(t)  # slot of element (or output) 4t
+    q = uint64(THREADS // ITEMS)  # + m * q: element m * THREADS + t
+    s = uint64(PHASE_SLOTS)  # + k * s: element 4t + k
+    tiles = (n + TILE - 1) // TILE
+    tile = int64(cuda.blockIdx.x)
+    g0, g1, g2, g3, h = _load_span(x, tile * TILE, t)
+    while tile < tiles:  # the same trip count for every thread of the block: the barriers are safe
+        inp[stage] = g0
+        inp[stage + q] = g1
+        inp[stage + uint64(2) * q] = g2
+        inp[stage + uint64(3) * q] = g3
+        if t < 2 * RADIUS:
+            inp[stage + uint64(4) * q] = h
+        cuda.syncthreads()  # a thread's twelve values were loaded by other threads
+        nxt = tile + cuda.gridDim.x
+        if nxt < tiles:
+            # The next tile's loads go out now and land while this tile computes: the SM keeps
+            # ~5 loads a thread in flight through the whole march instead of stopping for each.
+            g0, g1, g2, g3, h = _load_span(x, nxt * TILE, t)
+        m0, m1, m2, m3 = _median4(
+            inp[mine], inp[mine + s], inp[mine + uint64(2) * s], inp[mine + uint64(3) * s],
+            inp[mine + uint64(1)], inp[mine + s + uint64(1)], inp[mine + uint64(2) * s + uint64(1)],
+            inp[mine + uint64(3) * s + uint64(1)], inp[mine + uint64(2)], inp[mine + s + uint64(2)],
+            inp[mine + uint64(2) * s + uint64(2)], inp[mine + uint64(3) * s + uint64(2)])
+        res[mine] = m0
+        res[mine + s] = m1
+        res[mine + uint64(2) * s] = m2
+        res[mine + uint64(3) * s] = m3
+        cuda.syncthreads()  # the outputs a thread stores were computed by other threads; and `inp`
+        # may be refilled once every thread has read it
+        o = uint64(tile * TILE + t)
+        end = uint64(n)
+        for m in range(ITEMS):  # a warp stores 32 neighbouring outputs: one 128-byte line
+            if o + uint64(m * THREADS) < end:
+                out[o + uint64(m * THREADS)] = res[stage + uint64(m) * q]
+        tile = nxt
 
 
 _SIG = "void(float32[::1], float32[::1])"
-KERNELS = {"naive": (median_sort_kernel, _SIG), "optimized": (median_network_kernel, _SIG)}
+KERNELS = {"naive": (median_sort_kernel, _SIG), "optimized": (median_sliding_kernel, _SIG)}
 
 
 def _check(x):
@@ -166,7 +267,8 @@ def optimized(x):
     _check(x)
     (d_x,) = launch.to_device(x)
     out = launch.empty(x.shape, np.float32)
-    median_network_kernel[launch.grid_stride_blocks(x.size, THREADS), THREADS](d_x, out)
+    grid = launch.grid_stride_blocks(-(-x.size // ITEMS), THREADS, BLOCKS_PER_SM)  # one block per tile at most
+    median_sliding_kernel[grid, THREADS](d_x, out)
     return launch.result(out, x)
 
 

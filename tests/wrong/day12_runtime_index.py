@@ -1,7 +1,7 @@
 """Day 12, deliberately wrong: day12_local_memory_spills.py with one classic mistake.
 
-MISTAKE: the "optimized" kernel keeps the window in a local array and selects the median with a run-time index (partial
-         selection sort): still correct, but the array spills to local memory.
+MISTAKE: the "optimized" kernel keeps the six shared values in a local array and orders them with a run-time index
+         (selection sort): still correct, but the array spills to local memory.
 
 The grader run against it must fail (.ci/prove_graders.py checks). COURSE_TARGET=<this file>
 grades the solution with these edits applied (course.days.load_target).
@@ -10,25 +10,29 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day12_local_memory_spills"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        ('    l0, m0, h0 = _sort3(v0, v1, v2)\n'
-         '    l1, m1, h1 = _sort3(v3, v4, v5)\n'
-         '    l2, m2, h2 = _sort3(v6, v7, v8)\n'
-         '    lo = max(max(l0, l1), l2)\n'
-         '    hi = min(min(h0, h1), h2)\n'
-         '    _, mid, _ = _sort3(m0, m1, m2)\n'
-         '    _, med, _ = _sort3(lo, mid, hi)\n'
-         '    return med\n'),
-        ('    win = cuda.local.array(WIDTH, float32)\n'
-         '    win[0], win[1], win[2], win[3], win[4] = v0, v1, v2, v3, v4\n'
-         '    win[5], win[6], win[7], win[8] = v5, v6, v7, v8\n'
-         '    for a in range(RADIUS + 1):\n'
+        ('    a0, a5 = _cx(a0, a5)\n'
+         '    a1, a3 = _cx(a1, a3)\n'
+         '    a2, a4 = _cx(a2, a4)\n'
+         '    a1, a2 = _cx(a1, a2)\n'
+         '    a3, a4 = _cx(a3, a4)\n'
+         '    a0, a3 = _cx(a0, a3)\n'
+         '    a2, a5 = _cx(a2, a5)\n'
+         '    a1 = max(a0, a1)  # the smallest of the six is never needed again\n'
+         '    a2, a3 = _cx(a2, a3)\n'
+         '    a4 = min(a4, a5)  # nor the largest\n'
+         '    a1, a2 = _cx(a1, a2)\n'
+         '    a3, a4 = _cx(a3, a4)\n'
+         '    return a1, a2, a3, a4\n'),
+        ('    win = cuda.local.array(6, float32)\n'
+         '    win[0], win[1], win[2], win[3], win[4], win[5] = a0, a1, a2, a3, a4, a5\n'
+         '    for a in range(5):\n'
          '        m = a\n'
-         '        for k in range(a + 1, WIDTH):\n'
+         '        for k in range(a + 1, 6):\n'
          '            if win[k] < win[m]:\n'
          '                m = k\n'
          '        t = win[a]\n'
          '        win[a] = win[m]\n'
          '        win[m] = t\n'
-         '    return win[RADIUS]\n'),
+         '    return win[1], win[2], win[3], win[4]\n'),
     ),
 ]
