@@ -845,6 +845,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-blocks", type=int,
                    help=f"KV budget in pages per layer (default {d['kv_blocks']}; with --model DIR, room for every "
                         f"prompt at once and at least one max-length sequence)")
+    p.add_argument("--gpus", type=int, metavar="N",
+                   help="split the paged engine over N GPUs by heads (tensor parallel: one process per GPU, NCCL "
+                        "through CuPy; --gpus 1 runs the same path on one GPU) and check its tokens against the "
+                        "one-GPU engine's (solutions/tensor_parallel.py)")
     return p
 
 
@@ -923,6 +927,13 @@ def main(argv=None) -> int:
     parser = build_parser()
     a = parser.parse_args(argv)
     a.checkpoint = None
+    if a.gpus is not None:  # before a checkpoint is read: say at once what is missing
+        from solutions import tensor_parallel
+
+        why = f"must be >= 1, got {a.gpus}" if a.gpus < 1 else tensor_parallel.nccl_problem(a.gpus)
+        if why:
+            print(f"{parser.prog}: error: --gpus {a.gpus}: {why}", file=sys.stderr)
+            return 2
     if a.dtype is None:
         a.dtype = "float16" if ON_GPU and a.model not in MODELS else "float32"
     if a.model in MODELS:
@@ -942,7 +953,17 @@ def main(argv=None) -> int:
     print(f"KV budget: {nb} pages x {bs} tokens = {budget} token slots per layer; reserving max_len "
           f"{cfg.max_len} per request, all {a.requests} at once would need {a.requests * cfg.max_len}")
 
-    paged_tokens, paged = serve(*inputs, dtype=a.dtype)
+    if a.gpus is None:
+        paged_tokens, paged = serve(*inputs, dtype=a.dtype)
+    else:  # the paged engine split over the GPUs; the contiguous one and the reference stay on one
+        try:
+            tensor_parallel.check_split(cfg, a.gpus)
+        except ValueError as exc:
+            print(f"{parser.prog}: error: --gpus {a.gpus}: {exc}", file=sys.stderr)
+            return 2
+        print(f"paged engine: tensor parallel over {a.gpus} GPU(s), {cfg.num_heads // a.gpus} heads over "
+              f"{cfg.num_kv_heads // a.gpus} KV heads per GPU")
+        paged_tokens, paged = tensor_parallel.serve_nccl(*inputs, a.gpus, dtype=a.dtype)
     dense_tokens, dense = serve(*inputs, contiguous=True, dtype=a.dtype)
 
     if a.checkpoint is not None:
@@ -1001,6 +1022,9 @@ def main(argv=None) -> int:
     print(("OK   " if ok else "FAIL ") + line)
     for note in bad + tie_notes:
         print("     " + note)
+    if a.gpus is not None:
+        single_tokens, single = serve(*inputs, dtype=a.dtype)
+        ok &= tensor_parallel.report_against_single(paged_tokens, paged, single_tokens, single, tie)
     return 0 if ok else 1
 
 
