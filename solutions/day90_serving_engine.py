@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import math
 import os
 import sys
@@ -492,6 +493,13 @@ class Stats:
     seconds: float = 0.0
     attention_seconds: float = 0.0
     margins: dict = field(default_factory=dict)  # rid -> the top-2 logit gap of each generated token
+    # Engine(profile=True): seconds per phase of a step (PHASES), the device synchronised at each
+    # boundary so that a phase's kernels are counted in it; what is left of `seconds` is Python between.
+    phases: dict = field(default_factory=dict)
+
+
+PHASES = ("schedule", "batch + uploads", "matmuls + norms", "rope + cache", "attention", "all-reduce",
+          "sampling")
 
 
 def _xp():
@@ -536,11 +544,12 @@ class Engine:
     """
 
     def __init__(self, model: Model, block_size: int, num_blocks: int, *, contiguous: bool = False,
-                 attention=None, dtype: str = "float32"):
+                 attention=None, dtype: str = "float32", profile: bool = False):
         if dtype not in DTYPES:
             raise ValueError(f"dtype: expected one of {DTYPES}, got {dtype!r}")
         c = model.cfg
         self.model, self.cfg, self.dtype = model, c, np.dtype(dtype)
+        self.profile = profile
         self.contiguous = contiguous
         budget = num_blocks * block_size
         if contiguous:
@@ -651,42 +660,80 @@ class Engine:
             return y if out is not None else y.astype(np.float16)
         return a @ w if out is None else _gemm_fp16_fp32(a, w)
 
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        """Count the enclosed work in stats.phases[name] when profiling (the device synchronised on the
+        way in and out, so the phase's kernels land in it); nothing at all otherwise."""
+        if not self.profile:
+            yield
+            return
+        _sync()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            _sync()
+            self.stats.phases[name] = self.stats.phases.get(name, 0.0) + time.perf_counter() - t0
+
+    def reduce(self, partial):
+        """The sum over the GPUs holding a slice of a row-split projection: on one GPU the partial sum
+        is the whole sum. Tensor parallelism (solutions/tensor_parallel.py) all-reduces here."""
+        return partial
+
     def forward(self, seqs):
         """Logits (len(seqs), vocab) float32 at each sequence's last new token."""
+        with self.phase("batch + uploads"):
+            rows = self._batch(seqs)
+        return self.forward_rows(rows)
+
+    def forward_rows(self, rows):
+        """The model over a step's rows (``_batch``'s tuple): logits at each sequence's last new token."""
         c, W, xp = self.cfg, self.W, _xp()
-        tokens, positions, slots, block_tables, lens, last = self._batch(seqs)
-        x = W["embed"][xp.asarray(tokens)].astype(np.float32, copy=False)  # (rows, d_model): the residual, float32
-        d_pos, d_slots = launch.to_device(positions, slots) if ON_GPU else (positions, slots)
-        if ON_GPU:  # once a step, not once a layer: every layer reads the same tables and lengths
-            block_tables, lens = launch.to_device(block_tables, lens)
+        tokens, positions, slots, block_tables, lens, last = rows
+        with self.phase("batch + uploads"):
+            d_pos, d_slots = launch.to_device(positions, slots) if ON_GPU else (positions, slots)
+            if ON_GPU:  # once a step, not once a layer: every layer reads the same tables and lengths
+                block_tables, lens = launch.to_device(block_tables, lens)
+        with self.phase("matmuls + norms"):
+            x = W["embed"][xp.asarray(tokens)].astype(np.float32, copy=False)  # (rows, d_model): the residual
         scale = 1.0 / math.sqrt(c.head_dim)
         for i in range(c.num_layers):
-            qkv = self._mm(_rmsnorm(x, W[f"norm1.{i}"], c.norm_eps), f"wqkv.{i}")  # (rows, (H + 2 KVH) * D)
-            if f"bqkv.{i}" in W:  # Qwen2-style q/k/v biases
-                qkv = (qkv + W[f"bqkv.{i}"]).astype(self.dtype, copy=False)
-            q = rope_and_cache(qkv, d_pos, d_slots, self.cos_sin, self.key_cache[i], self.value_cache[i],
-                               c.num_heads)
+            with self.phase("matmuls + norms"):
+                qkv = self._mm(_rmsnorm(x, W[f"norm1.{i}"], c.norm_eps), f"wqkv.{i}")  # (rows, (H + 2 KVH) * D)
+                if f"bqkv.{i}" in W:  # Qwen2-style q/k/v biases
+                    qkv = (qkv + W[f"bqkv.{i}"]).astype(self.dtype, copy=False)
+            with self.phase("rope + cache"):
+                q = rope_and_cache(qkv, d_pos, d_slots, self.cos_sin, self.key_cache[i], self.value_cache[i],
+                                   c.num_heads)
             _sync()
             t0 = time.perf_counter()
-            o = self.attention(q, self.key_cache[i], self.value_cache[i], block_tables, lens, scale)
+            with self.phase("attention"):
+                o = self.attention(q, self.key_cache[i], self.value_cache[i], block_tables, lens, scale)
             _sync()
             self.stats.attention_seconds += time.perf_counter() - t0
-            x = x + self._mm(_to_xp(o).reshape(len(tokens), -1), f"wo.{i}")  # fp16 + float32 -> float32
-            h = _rmsnorm(x, W[f"norm2.{i}"], c.norm_eps)
-            # SwiGLU's sigmoid in float32: exp(-gate) overflows fp16 for gate < -11
-            gate = self._mm(h, f"wgate.{i}").astype(np.float32, copy=False)
-            x = x + self._mm(gate / (1 + xp.exp(-gate)) * self._mm(h, f"wup.{i}"), f"wdown.{i}")
-        return self._mm(_rmsnorm(x[xp.asarray(last)], W["norm_f"], c.norm_eps), "lm_head", out=np.float32)
+            with self.phase("matmuls + norms"):
+                part = self._mm(_to_xp(o).reshape(len(tokens), -1), f"wo.{i}")
+            x = x + self.reduce(part)  # fp16 + float32 -> float32
+            with self.phase("matmuls + norms"):
+                h = _rmsnorm(x, W[f"norm2.{i}"], c.norm_eps)
+                # SwiGLU's sigmoid in float32: exp(-gate) overflows fp16 for gate < -11
+                gate = self._mm(h, f"wgate.{i}").astype(np.float32, copy=False)
+                part = self._mm(gate / (1 + xp.exp(-gate)) * self._mm(h, f"wup.{i}"), f"wdown.{i}")
+            x = x + self.reduce(part)
+        with self.phase("matmuls + norms"):
+            return self._mm(_rmsnorm(x[xp.asarray(last)], W["norm_f"], c.norm_eps), "lm_head", out=np.float32)
 
     def step(self) -> None:
-        seqs = self.schedule()
+        with self.phase("schedule"):
+            seqs = self.schedule()
         if not seqs:
             return
         logits = self.forward(seqs)
         xp = _xp()
-        top2 = xp.sort(logits, axis=1)[:, -2:]
-        picks = checking.to_host(xp.argmax(logits, axis=1))  # the step's one device-to-host copy
-        gaps = checking.to_host(top2[:, 1] - top2[:, 0])
+        with self.phase("sampling"):
+            top2 = xp.sort(logits, axis=1)[:, -2:]
+            picks = checking.to_host(xp.argmax(logits, axis=1))  # the step's one device-to-host copy
+            gaps = checking.to_host(top2[:, 1] - top2[:, 0])
         s = self.stats
         s.steps += 1
         s.peak_running = max(s.peak_running, len(seqs))
@@ -780,11 +827,11 @@ def _check(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
 
 
 def serve(model, prompts, prompt_lens, output_lens, block_size, num_blocks, *, contiguous=False, attention=None,
-          dtype="float32"):
+          dtype="float32", profile=False):
     """Run an engine over the requests; returns (tokens (num_requests, max output) int32, engine)."""
     prompts, prompt_lens, output_lens = _check(model, prompts, prompt_lens, output_lens, block_size, num_blocks)
     engine = Engine(model, int(block_size), int(num_blocks), contiguous=contiguous, attention=attention,
-                    dtype=dtype)
+                    dtype=dtype, profile=profile)
     for r, (p, n) in enumerate(zip(prompt_lens, output_lens)):
         engine.add_request(r, prompts[r, :p], int(n))
     outputs = engine.run()
@@ -959,6 +1006,22 @@ def _checkpoint_inputs(parser, a):
     return inputs, f"model: {ckpt.path} ({ckpt.architecture}): {model.describe()}"
 
 
+def print_split(*stats) -> None:
+    """Where each engine's time went, from Stats.phases (Engine(profile=True)): % of its run per phase,
+    the rest ("other") being Python between the phases. Phases nobody timed are left out."""
+    names = [n for n in PHASES if any(n in s.phases for s in stats)]
+    if not names:
+        return
+    print("\ntime split (the device synchronised at each phase's edges, so each phase holds its kernels):")
+    for name in [*names, "other"]:
+        cells = []
+        for s in stats:
+            t = s.phases.get(name, 0.0) if name != "other" else s.seconds - sum(s.phases.values())
+            cells.append(f"{1e3 * t / max(s.steps, 1):7.2f} ms/step {100 * t / s.seconds:4.0f} %" if s.seconds
+                         else "")
+        print(f"  {name:24s} " + "   ".join(f"{c:>22s}" for c in cells))
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     a = parser.parse_args(argv)
@@ -990,7 +1053,7 @@ def main(argv=None) -> int:
           f"{cfg.max_len} per request, all {a.requests} at once would need {a.requests * cfg.max_len}")
 
     if a.gpus is None:
-        paged_tokens, paged = serve(*inputs, dtype=a.dtype)
+        paged_tokens, paged = serve(*inputs, dtype=a.dtype, profile=True)
     else:  # the paged engine split over the GPUs; the contiguous one and the reference stay on one
         try:
             tensor_parallel.check_split(cfg, a.gpus)
@@ -1000,7 +1063,7 @@ def main(argv=None) -> int:
         print(f"paged engine: tensor parallel over {a.gpus} GPU(s), {cfg.num_heads // a.gpus} heads over "
               f"{cfg.num_kv_heads // a.gpus} KV heads per GPU")
         paged_tokens, paged = tensor_parallel.serve_nccl(*inputs, a.gpus, dtype=a.dtype)
-    dense_tokens, dense = serve(*inputs, contiguous=True, dtype=a.dtype)
+    dense_tokens, dense = serve(*inputs, contiguous=True, dtype=a.dtype, profile=True)
 
     if a.checkpoint is not None:
         from solutions import llama_checkpoint
@@ -1032,6 +1095,7 @@ def main(argv=None) -> int:
     print(f"\n{'':26s} {'paged (v2)':>14s}   {'contiguous (v1)':>14s}")
     for name, x, y in rows:
         print(f"{name:26s} {x:>14s}   {y}")
+    print_split(p, d)
     if not ON_GPU:
         print("(the simulator pays per thread, shared launch or not, so its tokens/s cannot reward batching; "
               "on a GPU a decode step costs about the same for 1 or 100 sequences)")

@@ -35,7 +35,6 @@ PCIe Gen5 (~50 GB/s) ~10 us plus latency.
 
 from __future__ import annotations
 
-import math
 import pickle
 import threading
 import time
@@ -44,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from course import ON_GPU, checking, launch
+from course import ON_GPU, checking
 from solutions import day90_serving_engine as day90
 
 # Time each all-reduce (TPEngine.reduce_seconds) by synchronising the device around it, as day 90 does
@@ -258,8 +257,9 @@ class TPEngine(day90.Engine):
     TIME_ALL_REDUCE = False)."""
 
     def __init__(self, shard: day90.Model, block_size: int, num_blocks: int, comm: Comm, *,
-                 contiguous: bool = False, attention=None, dtype: str = "float32"):
-        super().__init__(shard, block_size, num_blocks, contiguous=contiguous, attention=attention, dtype=dtype)
+                 contiguous: bool = False, attention=None, dtype: str = "float32", profile: bool = False):
+        super().__init__(shard, block_size, num_blocks, contiguous=contiguous, attention=attention, dtype=dtype,
+                         profile=profile)
         self.comm = comm
         self.picks: list[np.ndarray] = []
         self.reduce_seconds = 0.0
@@ -275,45 +275,25 @@ class TPEngine(day90.Engine):
         self.comm.broadcast(rows)
         return self.forward_rows(rows)
 
-    def _sum(self, partial):
-        if not TIME_ALL_REDUCE:
-            return self.comm.all_reduce(partial)
-        day90._sync()
-        t0 = time.perf_counter()
-        total = self.comm.all_reduce(partial)
-        day90._sync()
-        self.reduce_seconds += time.perf_counter() - t0
-        return total
-
-    def forward_rows(self, rows):
-        """Logits (sequences, vocab) float32 of the step ``rows`` (day 90's Engine._batch), on this rank's
-        heads: day 90's forward with an all-reduce after wo and after wdown."""
-        c, W, xp = self.cfg, self.W, day90._xp()
-        tokens, positions, slots, block_tables, lens, last = rows
-        x = W["embed"][xp.asarray(tokens)].astype(np.float32, copy=False)  # (rows, d_model): replicated
-        d_pos, d_slots = launch.to_device(positions, slots) if ON_GPU else (positions, slots)
-        if ON_GPU:
-            block_tables, lens = launch.to_device(block_tables, lens)
-        scale = 1.0 / math.sqrt(c.head_dim)
-        for i in range(c.num_layers):
-            qkv = self._mm(day90._rmsnorm(x, W[f"norm1.{i}"], c.norm_eps), f"wqkv.{i}")  # (rows, (H + 2G) / N * D)
-            if f"bqkv.{i}" in W:
-                qkv = (qkv + W[f"bqkv.{i}"]).astype(self.dtype, copy=False)
-            q = day90.rope_and_cache(qkv, d_pos, d_slots, self.cos_sin, self.key_cache[i], self.value_cache[i],
-                                     c.num_heads)  # this rank's heads only: RoPE and the cache are per head
+    def reduce(self, partial):
+        """Day 90's hook after each row-split projection (wo, wdown): this rank's partial sum of the
+        full output, summed over the ranks."""
+        with self.phase("all-reduce"):
+            if not TIME_ALL_REDUCE:
+                return self.comm.all_reduce(partial)
             day90._sync()
             t0 = time.perf_counter()
-            o = self.attention(q, self.key_cache[i], self.value_cache[i], block_tables, lens, scale)
+            total = self.comm.all_reduce(partial)
             day90._sync()
-            self.stats.attention_seconds += time.perf_counter() - t0
-            # o @ wo over this rank's heads is a partial sum of the full projection: sum it over the ranks
-            x = x + self._sum(self._mm(day90._to_xp(o).reshape(len(tokens), -1), f"wo.{i}"))
-            h = day90._rmsnorm(x, W[f"norm2.{i}"], c.norm_eps)
-            gate = self._mm(h, f"wgate.{i}").astype(np.float32, copy=False)  # this rank's hidden/N columns
-            x = x + self._sum(self._mm(gate / (1 + xp.exp(-gate)) * self._mm(h, f"wup.{i}"), f"wdown.{i}"))
-        # x is now the same on every rank (the sums are), so are the logits of the replicated lm_head
-        logits = self._mm(day90._rmsnorm(x[xp.asarray(last)], W["norm_f"], c.norm_eps), "lm_head", out=np.float32)
-        self.picks.append(checking.to_host(xp.argmax(logits, axis=1)).astype(np.int32))
+            self.reduce_seconds += time.perf_counter() - t0
+            return total
+
+    def forward_rows(self, rows):
+        """Day 90's layers over the step's rows on this rank's heads (its forward_rows, which calls
+        :meth:`reduce` after wo and after wdown); every rank records its argmax picks."""
+        logits = super().forward_rows(rows)
+        # x is the same on every rank after the sums, so are the logits of the replicated lm_head
+        self.picks.append(checking.to_host(day90._xp().argmax(logits, axis=1)).astype(np.int32))
         return logits
 
     def run(self) -> dict[int, list[int]]:

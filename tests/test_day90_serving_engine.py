@@ -265,8 +265,24 @@ def test_main_serves_and_reports(capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     for needle in ("sequences at once", "preemptions", "tokens/s", "peak KV used", "contiguous cache would have "
-                   "reserved", "OK   generated tokens: paged == dense-cache decode"):
+                   "reserved", "OK   generated tokens: paged == dense-cache decode", "time split", "attention",
+                   "matmuls + norms", "other"):
         assert needle in out, f"missing {needle!r} in:\n{out}"
+
+
+def test_profile_splits_the_time_by_phase():
+    """Engine(profile=True): every phase of a step timed, inside the run's time; without it, no phases
+    (and no extra synchronisation); the tokens are the same either way."""
+    g.require_implemented("optimized")
+    inputs = sol.make_inputs((3, 5, 4, 4, 16), seed=2)
+    plain_tokens, plain = g.target.serve(*inputs)
+    tokens, eng = g.target.serve(*inputs, profile=True)
+    np.testing.assert_array_equal(tokens, plain_tokens)
+    s = eng.stats
+    assert plain.stats.phases == {}
+    assert set(s.phases) == set(sol.PHASES) - {"all-reduce"}, s.phases
+    assert all(t > 0 for t in s.phases.values()), s.phases
+    assert sum(s.phases.values()) <= s.seconds, (s.phases, s.seconds)
 
 
 def test_main_serves_in_fp16(capsys):
