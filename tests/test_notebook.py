@@ -1,5 +1,7 @@
 """course.notebook: a notebook's TARGET switch runs the learner's kernels, and a stub shows its hint."""
 
+import json
+
 import pytest
 
 import course
@@ -34,6 +36,15 @@ def test_every_notebook_offers_the_switch_and_runs_the_kernels_through_it():
         source = "\n".join(c.source for c in nbformat.read(info.notebook_path, as_version=4).cells
                            if c.cell_type == "code")
         assert 'TARGET = "solution"' in source and f"notebook.load({info.number}, TARGET)" in source, info.slug
+
+
+def test_every_notebook_is_valid_nbformat_with_cell_ids():
+    """nbformat 4.5 cells carry ids; nbformat only warns today that it will refuse a notebook without."""
+    for info in days.all_days():
+        raw = json.loads(info.notebook_path.read_text())
+        missing = [i for i, c in enumerate(raw["cells"]) if "id" not in c]
+        assert not missing, f"{info.notebook_path.name}: cells {missing[:5]} have no id (nbformat.validator.normalize)"
+        nbformat.validate(nbformat.reads(json.dumps(raw), as_version=4))
 
 
 def test_the_untouched_exercise_shows_the_hint_not_a_traceback():
