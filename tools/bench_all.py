@@ -24,6 +24,10 @@ def main(argv: list[str]) -> int:
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
     wanted = {int(a) for a in argv[1:]}
+    unknown = wanted - {info.number for info in days.all_days()}
+    if unknown:  # a typo would otherwise bench nothing for it, silently
+        print(f"bench_all: no such day(s): {sorted(unknown)}")
+        return 2
     failed = 0
     for info in days.all_days():
         if wanted and info.number not in wanted:

@@ -30,6 +30,10 @@ if [ "$pytest_s" -gt 0 ]; then
   else
     targets=(tests)
   fi
+  # A mistyped path makes pytest collect nothing and run nothing (a whole visit's tests lost): refuse it.
+  for t in "${targets[@]}"; do
+    [ -e "${t%%::*}" ] || { echo "gpu_check: no such test path: $t" | tee "$out/pytest.log"; exit 2; }
+  done
   timeout "$pytest_s" python3 -m pytest "${targets[@]}" -v -n "${WORKERS:-15}" --dist loadfile -p no:cacheprovider \
     -W ignore -rfE 2>&1 | tee "$out/pytest.log" | grep -E "^(FAILED|ERROR)| FAILED | ERROR |passed|failed" | tail -n 40
 fi
