@@ -6,7 +6,7 @@ outside the image (a "same" correlation, as image filters are usually written).
 v1 naive      one thread per pixel, (32, 8) blocks along the rows: each of the 25 taps loads its
               weight from a global copy of the bank and its pixel from global memory: 50 load
               requests per output, all but a few served by L1.
-v2 optimized  the bank lives in constant memory (day 07) and each thread copies its filter's 25 taps
+v2 column     the bank lives in constant memory (day 07) and each thread copies its filter's 25 taps
               into registers once; each block stages a (132, 36) window of the image -- its
               (128, 32) output tile and a 2-pixel halo all round -- in shared memory with coalesced
               loads, then each thread slides a 5x5 register window down 16 rows of one column: 5
@@ -17,6 +17,11 @@ v2 optimized  the bank lives in constant memory (day 07) and each thread copies 
               BLOCKS_PER_SM blocks per SM walking the tiles: each step issues the next tile's 20
               loads a thread into registers, computes the current tile while they fly, then stages
               them (two barriers a step), so every block always has a span in flight.
+v3 optimized  v2 with COLS = 2 neighbouring outputs a thread along x: the window is 5 x (COLS + 4)
+              registers, so a new row is 6 shared loads for 2 x 25 FMAs, and a (128, 64) tile's
+              set-up, barriers and guards are shared by 32 outputs a thread instead of 16. ~44 SASS
+              instructions an output on the interior path instead of ~57 (the same count for v2),
+              ~160 registers: one block of 256 threads an SM.
 
 Napkin math: 8 bytes through DRAM per pixel (one read, one write) and 50 FLOPs: 6.25 FLOP/byte,
 under the H200's ~16 FLOP/byte ridge, so the floor is the copy rate: an (8192, 8192) image moves
@@ -31,16 +36,18 @@ SM's issue slots (132 SMs x 4 schedulers x 1.98 GHz), at 85 % of it ~92 %. Measu
 block per tile 189.4 us (68 %); the pipelined grid (2 blocks per SM, ~120 registers a thread) 185.5 us
 (68 %): keeping a span in flight changed nothing, so bytes in flight were not the bound; the
 instruction count is (68 % of the copy rate is ~54 % of the issue slots, with a barrier every tile).
+v3's ~44 an output need ~69 % of the issue slots at the copy rate; at the ~62 % of peak issue v2
+sustains (~57 an output in 185.5 us), ~143 us (a prediction, to be measured).
 """
 
 import numpy as np
 
-from course import cuda, launch
+from course import DEVICE, cuda, launch
 from numba import float32, int64, uint64  # numba names only after the course import
 
 TITLE = "2D convolution: constant-memory filter bank, shared-memory tiles"
 MEMORY_SPACE = "shared + constant"
-VERSIONS = ("naive", "optimized")
+VERSIONS = ("naive", "column", "optimized")
 # (rows, cols): a pixel; smaller than the mask; a tile -1 each way; a tile +1 each way (2 x 2 blocks,
 # every tile edge crossed); primes (1 x 4 blocks, a ragged last tile).
 TEST_SIZES = ((1, 1), (3, 4), (127, 31), (129, 33), (37, 101))
@@ -60,7 +67,20 @@ SPAN_SLOTS = SPAN_H * SPAN_W  # the shared tile, flat
 ROW_PASSES = -(-SPAN_H // BLOCK[1])  # 17 passes stage the span's first TILE_W columns, one row per warp
 EDGE_PASSES = -(-SPAN_H * 2 * MASK_RADIUS // THREADS)  # 3 passes stage its last 2R columns
 STAGE_LOADS = ROW_PASSES + EDGE_PASSES  # a thread's loads per span: 20
-BLOCKS_PER_SM = 2  # the optimized kernel's grid: blocks per SM that walk the tiles (~120 registers a thread: 2 fit)
+BLOCKS_PER_SM = 2  # the pipelined grids: blocks per SM that walk the tiles (~120 registers a thread: 2 fit)
+COLS = 2  # optimized: neighbouring outputs a thread along x; a window row of COLS + 4 pixels feeds all
+WIDE_ROWS = 16  # optimized: rows a thread slides its window down
+WIDE_BLOCKS_PER_SM = 1  # optimized: its grid, and the blocks ptxas must fit on an SM (~143 registers: 1)
+_WIDE_BOUNDS = {} if DEVICE.kind == "sim" else {"launch_bounds": (THREADS, WIDE_BLOCKS_PER_SM)}
+WIDE_W = BLOCK[0] * COLS  # (128, 64) outputs per block with COLS = 2
+WIDE_H = BLOCK[1] * WIDE_ROWS
+WIN_W = COLS + 2 * MASK_RADIUS  # a window row: the taps of COLS outputs overlap in all but COLS - 1 + 1 pixels
+WSPAN_W = WIDE_W + 2 * MASK_RADIUS  # (132, 68) inputs staged
+WSPAN_H = WIDE_H + 2 * MASK_RADIUS
+WSPAN_SLOTS = WSPAN_H * WSPAN_W
+WROW_PASSES = -(-WSPAN_H // BLOCK[1])  # row passes over the span's first WIDE_W columns, COLS loads each
+WEDGE_PASSES = -(-WSPAN_H * 2 * MASK_RADIUS // THREADS)  # its last 2R columns, spread over the block
+WSTAGE_LOADS = WROW_PASSES * COLS + WEDGE_PASSES  # a thread's loads per span
 
 
 def _filter_bank() -> np.ndarray:
@@ -261,9 +281,133 @@ def conv2d_tiled_kernel(img, which, out):
         nxt += cuda.gridDim.x
 
 
+@cuda.jit(**_WIDE_BOUNDS)
+def conv2d_wide_kernel(img, which, out):
+    """conv2d_tiled_kernel with COLS neighbouring outputs a thread along x: block b walks the (WIDE_H,
+    WIDE_W) = (128, 64) output tiles b, b + gridDim, ...; thread (tx, ty) owns columns COLS tx ..
+    COLS tx + COLS - 1 of tile rows WIDE_ROWS ty .. WIDE_ROWS ty + WIDE_ROWS - 1.
+
+    1. Taps into registers m[5, 5] from the constant bank, as in conv2d_tiled_kernel.
+    2. The next tile's (WSPAN_H, WSPAN_W) span into pre = cuda.local.array(WSTAGE_LOADS, float32):
+       pass k, column pass kc loads span (row ty + 8 k, column tx + 32 kc) for kc < COLS (coalesced,
+       and conflict-free when staged), then the last 4 span columns over all threads (WEDGE_PASSES).
+       Interior spans unclamped with uint64 indices; edge spans clamped, zero outside the image.
+    3. The current tile: the window is (5, WIN_W) registers, WIN_W = COLS + 4: each new row is WIN_W
+       shared loads that feed 5 x COLS taps of COLS outputs (5 loads an output in the one-column
+       kernel, (COLS + 4) / COLS here); the outputs wait in registers and are stored after.
+    4. Barrier, pre -> tile, barrier, as in conv2d_tiled_kernel.
+    """
+    # EXERCISE: as conv2d_tiled_kernel, with COLS outputs a thread along x sharing a (5, COLS + 4) window
+    tile = cuda.shared.array(WSPAN_SLOTS, float32)
+    bank = cuda.const.array_like(FILTER_BANK)  # (NUM_FILTERS, MASK_WIDTH, MASK_WIDTH)
+    rows, cols = img.shape
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    m = cuda.local.array((MASK_WIDTH, MASK_WIDTH), float32)
+    for i in range(MASK_WIDTH):
+        for j in range(MASK_WIDTH):
+            m[i, j] = bank[which, i, j]
+    tiles_x = (cols + WIDE_W - 1) // WIDE_W
+    tiles = tiles_x * ((rows + WIDE_H - 1) // WIDE_H)
+    row_slot = uint64(ty * WSPAN_W + tx)  # tile slot of (span row ty, span column tx)
+    t = uint64(ty * BLOCK[0] + tx)
+    pre = cuda.local.array(WSTAGE_LOADS, float32)
+    cur = int64(-1)
+    nxt = int64(cuda.blockIdx.x)
+    while True:  # the same trip count for every thread of the block: the barriers are safe
+        if nxt < tiles:
+            row0 = (nxt // tiles_x) * WIDE_H
+            col0 = (nxt % tiles_x) * WIDE_W
+            span_row0 = row0 - MASK_RADIUS
+            span_col0 = col0 - MASK_RADIUS
+            if (span_row0 >= 0 and span_row0 + WSPAN_H <= rows
+                    and span_col0 >= 0 and span_col0 + WSPAN_W <= cols):
+                r_in = uint64(span_row0) + uint64(ty)
+                c_in = uint64(span_col0) + uint64(tx)
+                for k in range(WROW_PASSES):
+                    if k < WROW_PASSES - 1 or ty < WSPAN_H - k * BLOCK[1]:  # only the last pass runs off the span
+                        for kc in range(COLS):  # a warp loads 32 consecutive pixels: one 128-byte line
+                            pre[k * COLS + kc] = img[r_in + uint64(k * BLOCK[1]), c_in + uint64(kc * BLOCK[0])]
+                for k in range(WEDGE_PASSES):
+                    q = t + uint64(k * THREADS)
+                    if q < WSPAN_H * 2 * MASK_RADIUS:
+                        sr = q // uint64(2 * MASK_RADIUS)
+                        sc = uint64(WIDE_W) + q % uint64(2 * MASK_RADIUS)
+                        pre[WROW_PASSES * COLS + k] = img[uint64(span_row0) + sr, uint64(span_col0) + sc]
+            else:
+                for k in range(WROW_PASSES):
+                    r = span_row0 + ty + k * BLOCK[1]
+                    r_ok = 0 <= r < rows
+                    r_safe = min(max(r, 0), rows - 1)
+                    for kc in range(COLS):
+                        c = span_col0 + tx + kc * BLOCK[0]
+                        v = img[r_safe, min(max(c, 0), cols - 1)]
+                        pre[k * COLS + kc] = v if r_ok and 0 <= c < cols else float32(0)
+                for k in range(WEDGE_PASSES):
+                    q = t + uint64(k * THREADS)
+                    sr = q // uint64(2 * MASK_RADIUS)
+                    sc = uint64(WIDE_W) + q % uint64(2 * MASK_RADIUS)
+                    r = span_row0 + int64(sr)
+                    c = span_col0 + int64(sc)
+                    v = img[min(max(r, 0), rows - 1), min(max(c, 0), cols - 1)]
+                    pre[WROW_PASSES * COLS + k] = v if 0 <= r < rows and 0 <= c < cols else float32(0)
+        if cur >= 0:
+            # Lane tx reads words COLS tx + j of a tile row: a stride of COLS words, a COLS-way bank
+            # conflict (the shared pipe replays it; the scheduler issues the instruction once).
+            win = cuda.local.array((MASK_WIDTH, WIN_W), float32)  # (window rows, window cols)
+            top = uint64(ty * WIDE_ROWS * WSPAN_W + COLS * tx)  # tile slot of the window's top-left pixel
+            for i in range(MASK_WIDTH - 1):
+                for j in range(WIN_W):
+                    win[i + 1, j] = tile[top + uint64(i * WSPAN_W + j)]
+            acc = cuda.local.array((WIDE_ROWS, COLS), float32)  # the thread's outputs, in registers
+            for o in range(WIDE_ROWS):
+                for i in range(MASK_WIDTH - 1):
+                    for j in range(WIN_W):
+                        win[i, j] = win[i + 1, j]  # register renaming once unrolled
+                for j in range(WIN_W):
+                    win[MASK_WIDTH - 1, j] = tile[top + uint64((o + MASK_WIDTH - 1) * WSPAN_W + j)]
+                for cc in range(COLS):
+                    a = float32(0)
+                    for i in range(MASK_WIDTH):
+                        for j in range(MASK_WIDTH):
+                            a += m[i, j] * win[i, cc + j]  # output cc's taps: window columns cc .. cc + 4
+                    acc[o, cc] = a
+            # A warp's store covers 32 COLS consecutive pixels of a row, COLS stores a row: the lines
+            # are filled whole in L2 before they go to DRAM.
+            r = (cur // tiles_x) * WIDE_H + ty * WIDE_ROWS  # the thread's first output pixel
+            c = (cur % tiles_x) * WIDE_W + COLS * tx
+            if r + WIDE_ROWS <= rows and c + COLS <= cols:
+                ru = uint64(r)
+                cu = uint64(c)
+                for o in range(WIDE_ROWS):
+                    for cc in range(COLS):
+                        out[ru + uint64(o), cu + uint64(cc)] = acc[o, cc]
+            else:
+                for o in range(WIDE_ROWS):
+                    for cc in range(COLS):
+                        if r + o < rows and c + cc < cols:
+                            out[r + o, c + cc] = acc[o, cc]
+        if nxt >= tiles:
+            break
+        cuda.syncthreads()  # every thread has read the current tile: it may be overwritten
+        for k in range(WROW_PASSES):
+            if k < WROW_PASSES - 1 or ty < WSPAN_H - k * BLOCK[1]:
+                for kc in range(COLS):
+                    tile[row_slot + uint64(k * BLOCK[1] * WSPAN_W + kc * BLOCK[0])] = pre[k * COLS + kc]
+        for k in range(WEDGE_PASSES):
+            q = t + uint64(k * THREADS)
+            if q < WSPAN_H * 2 * MASK_RADIUS:
+                tile[(q // uint64(2 * MASK_RADIUS)) * uint64(WSPAN_W) + uint64(WIDE_W)
+                     + q % uint64(2 * MASK_RADIUS)] = pre[WROW_PASSES * COLS + k]
+        cuda.syncthreads()  # a thread's window spans pixels that other warps staged
+        cur = nxt
+        nxt += cuda.gridDim.x
+
+
 KERNELS = {
     "naive": (conv2d_naive_kernel, "void(float32[:, ::1], float32[:, :, ::1], int64, float32[:, ::1])"),
-    "optimized": (conv2d_tiled_kernel, "void(float32[:, ::1], int64, float32[:, ::1])"),
+    "column": (conv2d_tiled_kernel, "void(float32[:, ::1], int64, float32[:, ::1])"),
+    "optimized": (conv2d_wide_kernel, "void(float32[:, ::1], int64, float32[:, ::1])"),
 }
 
 _bank_on_device = None
@@ -289,7 +433,7 @@ def naive(img, which):
     return launch.result(out, img)
 
 
-def optimized(img, which):
+def column(img, which):
     _check(img, which)
     (d_img,) = launch.to_device(img)
     rows, cols = img.shape
@@ -297,6 +441,17 @@ def optimized(img, which):
     tiles = launch.blocks(cols, TILE_W) * launch.blocks(rows, TILE_H)
     grid = min(tiles, launch.sm_count() * BLOCKS_PER_SM)  # a few blocks per SM walk all the tiles
     conv2d_tiled_kernel[grid, BLOCK](d_img, int(which), out)
+    return launch.result(out, img)
+
+
+def optimized(img, which):
+    _check(img, which)
+    (d_img,) = launch.to_device(img)
+    rows, cols = img.shape
+    out = launch.empty(img.shape, np.float32)
+    tiles = launch.blocks(cols, WIDE_W) * launch.blocks(rows, WIDE_H)
+    grid = min(tiles, launch.sm_count() * BLOCKS_PER_SM)  # a few blocks per SM walk all the tiles
+    conv2d_wide_kernel[grid, BLOCK](d_img, int(which), out)
     return launch.result(out, img)
 
 

@@ -7,14 +7,20 @@ one explicit step of heat diffusion with a zero (Dirichlet) boundary.
 v1 naive      one thread per point, (32, 8, 1) blocks: seven loads per output from global memory. The
               x and most y neighbours hit L1; the z neighbours were loaded by blocks one plane away,
               so they come from L2 -- or from DRAM again once a plane no longer fits in L2.
-v2 optimized  each (32, 16) block marches along z through Z_CHUNK planes. Every thread keeps its own
+v2 zmarch     each (32, 16) block marches along z through Z_CHUNK planes. Every thread keeps its own
               column's z - 1, z and z + 1 in registers (plus LEAD planes of prefetch), writes plane z
               into a shared (18, 34) tile whose halo rows and columns three warps load, and reads its
               four x-y neighbours from there: one global load per output, each input read once. The
               tile is double-buffered by z's parity, so a plane needs one barrier, not two.
               Every x-y bounds test is decided once before the march; the grids are passed as flat
               arrays so each load is a running unsigned offset that grows by one plane a step; only
-              the chunk's last planes test z. ~45 SASS instructions an output instead of ~127.
+              the chunk's last planes test z. ~40 SASS instructions an output instead of ~127.
+v3 optimized  the same march with ROWS = 2 adjacent outputs a thread along y: a (32, 16) block owns
+              32 x 32 outputs on a (34, 34) plane. A thread's two rows share one barrier, one loop step
+              and one set of running offsets, and each other's y neighbour from registers: 6 shared
+              loads for 2 outputs instead of 8. The main march is written out two planes a trip, so
+              each plane's half of the buffer is a constant. ~33 SASS instructions an output (132 for
+              two planes of two outputs), 40 registers, no stack.
 
 Napkin math: 8 bytes per point through DRAM and 10 FLOPs: 1.25 FLOP/byte, deep in the memory-bound
 region. A (512, 512, 512) grid moves 1.07 GB, ~0.26 ms at the H200's ~4.1 TB/s: ~16 SM clocks per
@@ -27,13 +33,14 @@ Sixteen clocks on four schedulers are ~64 warp-instructions per warp of 32 outpu
 (a bounds-checked 3D index on every load, six compares each) issued ~127 SASS instructions an output
 and reached 42 % of the copy rate; here the loop issues ~45 a plane (2 loads, 2 barriers, 2 shared
 stores, 4 shared loads, 7 FP, 1 store, ~12 address adds, the rest predicates and loop control;
-one of those barriers is gone with the double-buffered tile).
+one of those barriers is gone with the double-buffered tile; the SASS of today's loop, unrolled four
+planes a trip by the compiler, counts 159 for 4 planes, ~40).
 At the copy rate those ~45 instructions an output are ~71 % of the SM's issue slots (132 SMs x 4
 schedulers x 1.98 GHz), at 85 % of it ~83 %. Measured on an H200 at 512^3: LEAD = 2 357.5 us (71 %),
 LEAD = 3 390.7 us (65 %: 34 registers, 3 blocks an SM instead of 4), LEAD = 4 355.6 us (71 %): more
 loads in flight changed nothing, so latency is not the bound; the instruction count (with a barrier
-every plane) is. Fewer instructions an output (two outputs a thread along y: one barrier, one loop
-step and one set of offsets for both) is the next step.
+every plane) is. v3 cuts it: ~33 SASS instructions an output are ~52 % of the issue slots at the copy
+rate (a prediction: at the ~45 % of peak issue v2 sustains, 40 an output in 357.5 us, ~300 us).
 """
 
 import numpy as np
@@ -43,9 +50,10 @@ from numba import float32, uint64  # numba names only after the course import
 
 TITLE = "3D 7-point stencil: shared x-y plane, register queue along z"
 MEMORY_SPACE = "shared + register"
-VERSIONS = ("naive", "optimized")
-# (nz, ny, nx): a point; smaller than a tile; one full (16, 32) tile; 2 x 2 tiles with ragged edges.
-TEST_SIZES = ((1, 1, 1), (3, 5, 7), (4, 16, 32), (3, 17, 33))
+VERSIONS = ("naive", "zmarch", "optimized")
+# (nz, ny, nx): a point; smaller than a tile; one full (16, 32) tile; 2 x 2 tiles with ragged edges; two
+# (32, 32) tiles of the optimized kernel, the last thread row with one of its ROWS rows inside.
+TEST_SIZES = ((1, 1, 1), (3, 5, 7), (4, 16, 32), (3, 17, 33), (2, 35, 33))
 # 537 MB in and out with 1 MB planes (L2 holds the z neighbours: naive looks good), then the same
 # bytes with 16 MB planes (L2 cannot: naive re-reads DRAM, the marching kernel does not).
 BENCH_SIZES = ((512, 512, 512), (32, 2048, 2048))
@@ -60,6 +68,13 @@ PLANE_H = BLOCK[1] + 2  # (18, 34): the tile of plane z and a one-point halo all
 PLANE_W = BLOCK[0] + 2
 PLANE_SLOTS = PLANE_H * PLANE_W  # the shared plane, flat
 BUFFER_SLOTS = 2 * PLANE_SLOTS  # two planes: z's parity picks one
+ROWS = 2  # optimized: outputs a thread along y (adjacent rows), sharing a barrier, a loop step, the offsets
+TILE_H = BLOCK[1] * ROWS  # rows of outputs a block owns; needs 2 * BLOCK[0] + 2 * TILE_H halo duties
+TALL_H = TILE_H + 2  # (34, 34) with ROWS = 2: 32 x 32 outputs and their halo
+TALL_SLOTS = TALL_H * PLANE_W
+TALL_BUFFER = 2 * TALL_SLOTS  # double-buffered by z's parity, as in the z march
+TALL_QUEUE = (ROWS, LEAD + 3)  # per row planes z - 1 .. z + LEAD, and the slot plane z + LEAD + 1 lands in
+TALL_HALO_QUEUE = LEAD + 1  # the halo point's planes z .. z + LEAD - 1, and the slot of plane z + LEAD
 
 
 def make_inputs(n, seed: int = 0):
@@ -269,10 +284,166 @@ def stencil_zmarch_kernel(flat_u, coef, flat_out, nz, ny, nx):
         halo_ahead_at += step
 
 
+@cuda.jit(device=True)
+def _stencil_rows(plane, flat_out, at, rstep, mine, duty, on_duty, nrows, q, halo_here, c, cx, cy, cz):
+    """One plane of the tall march: the thread's ROWS points of plane z into z's half of the plane,
+    then their outputs.
+
+    q is the (ROWS, LEAD + 3) register queue: q[r, 0], q[r, 1], q[r, 2] are row r's column at z - 1,
+    z, z + 1. ``mine`` is the slot of the thread's first row in z's half (row r at mine + r * PLANE_W),
+    ``duty`` the halo slot it fills when ``on_duty``, ``at`` the offset of its first row's point of
+    plane z in flat_out (row r at at + r * rstep), rows r < nrows inside the grid. Store the ROWS points
+    (and the halo point), cuda.syncthreads(), then for each inside row the stencil: x neighbours from
+    the plane; the y neighbours from the plane only above the first and below the last row, the rest
+    from the queue (the neighbouring row is the thread's own); z neighbours from the queue.
+    """
+    # EXERCISE: ROWS points (and the halo point) into the plane, barrier, ROWS outputs sharing their y neighbours
+    for r in range(ROWS):
+        plane[mine + uint64(r * PLANE_W)] = q[r, 1]
+    if on_duty:
+        plane[duty] = halo_here
+    cuda.syncthreads()  # the plane and its halo are complete
+    # Of the 2 * ROWS y neighbours only two are another thread's point: the rest are this thread's own
+    # rows, already in registers. Per output: (2 * ROWS + 2) / ROWS shared loads instead of 4.
+    north = plane[mine - uint64(PLANE_W)]
+    south = plane[mine + uint64(ROWS * PLANE_W)]
+    for r in range(ROWS):  # r is a constant once unrolled: every q index below is a register
+        up = q[r - 1, 1] if r > 0 else north
+        down = q[r + 1, 1] if r < ROWS - 1 else south
+        s = mine + uint64(r * PLANE_W)
+        if r < nrows:
+            flat_out[at + uint64(r) * rstep] = (c * q[r, 1]
+                                                + cx * (plane[s - uint64(1)] + plane[s + uint64(1)])
+                                                + cy * (up + down)
+                                                + cz * (q[r, 0] + q[r, 2]))
+
+
+@cuda.jit(device=True)
+def _tall_step(plane, flat_u, flat_out, q, hq, at, ahead_at, halo_ahead_at, rstep, mine, duty, on_duty,
+               nrows, nahead, halo_ahead_in, c, cx, cy, cz):
+    """One step of the tall march: the prefetch of plane z + LEAD + 1 for rows r < nahead (and of the
+    halo point's plane z + LEAD if halo_ahead_in) into the queues' landing slots, _stencil_rows for
+    plane z, then both queues rotate by one plane. Offsets as in _stencil_rows; ``ahead_at`` and
+    ``halo_ahead_at`` are the prefetches' offsets (row r at ahead_at + r * rstep).
+    """
+    # EXERCISE: prefetch into q[r, LEAD + 2] and hq[LEAD], _stencil_rows, rotate both queues by one
+    for r in range(ROWS):
+        q[r, LEAD + 2] = flat_u[ahead_at + uint64(r) * rstep] if r < nahead else float32(0)
+    hq[LEAD] = flat_u[halo_ahead_at] if halo_ahead_in else float32(0)
+    _stencil_rows(plane, flat_out, at, rstep, mine, duty, on_duty, nrows, q, hq[0], c, cx, cy, cz)
+    for r in range(ROWS):  # constant indices: register renaming once the march unrolls
+        for k in range(LEAD + 2):
+            q[r, k] = q[r, k + 1]
+    for k in range(LEAD):
+        hq[k] = hq[k + 1]
+
+
+@cuda.jit
+def stencil_tall_kernel(flat_u, coef, flat_out, nz, ny, nx):
+    """The z march with ROWS outputs a thread along y. Block (bx, by, bz) of BLOCK = (32, 16) threads
+    owns columns x0 = 32 bx .., rows y0 = TILE_H by .. (TILE_H = 16 ROWS) and planes z0 = bz * Z_CHUNK ..
+    z1 - 1; thread (tx, ty) owns the ROWS adjacent points (y0 + ROWS ty + r, x0 + tx), r < ROWS.
+
+    1. plane = cuda.shared.array(TALL_BUFFER, float32): two (TALL_H, PLANE_W) planes, by z's parity.
+       Halo duty by the thread's linear index t = 32 ty + tx: t < 32 the row above the tile, t < 64 the
+       row below, then TILE_H threads the left column and TILE_H the right one (whole warps when
+       TILE_H is a multiple of 32); the rest load none (2 * BLOCK[0] + 2 * TILE_H <= threads a block).
+    2. Bounds once: nrows = how many of the thread's rows are inside the grid (0 when x >= nx); one
+       uint64 offset for the first row's point of plane z, rows r further at + r * nx; one offset per
+       prefetch; each grows by ny * nx a plane.
+    3. Registers: q = cuda.local.array(TALL_QUEUE, float32): per row planes z - 1 .. z + LEAD and
+       one slot the prefetch of plane z + LEAD + 1 lands in; the halo queue hq of LEAD + 1. Constant
+       indices only.
+    4. Per z: _tall_step (the prefetches: ROWS + 1 loads, z tested only in the tail; _stencil_rows;
+       rotate both queues), then advance the offsets. The main march takes two planes a trip, written
+       out, so each plane's half is a constant; the tail takes one and switches the half.
+    """
+    # EXERCISE: halo duty by linear index, nrows, offsets, (ROWS, LEAD + 3) queue; main march two planes a trip, tail
+    plane = cuda.shared.array(TALL_BUFFER, float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    x0 = cuda.blockIdx.x * BLOCK[0]
+    y0 = cuda.blockIdx.y * TILE_H
+    x = x0 + tx
+    y = y0 + ty * ROWS  # the thread's first row
+    z0 = cuda.blockIdx.z * Z_CHUNK
+    z1 = min(z0 + Z_CHUNK, nz)
+    nrows = min(max(ny - y, 0), ROWS) if x < nx else 0  # rows r < nrows are inside the grid
+
+    # Halo duty by the linear thread index: two coalesced rows (warps 0 and 1), then the left and the
+    # right column (TILE_H points each, 32 scattered sectors a warp: no way around that).
+    t = ty * BLOCK[0] + tx
+    on_duty = t < 2 * BLOCK[0] + 2 * TILE_H
+    hy, hx, sy, sx = y0 - 1, x0 + t, 0, t + 1  # t < BLOCK[0]: the row above
+    if t >= 2 * BLOCK[0]:
+        side = (t - 2 * BLOCK[0]) // TILE_H  # 0: the left column, 1: the right one
+        row = t - 2 * BLOCK[0] - side * TILE_H
+        hy, hx, sy, sx = y0 + row, x0 - 1 + side * (BLOCK[0] + 1), row + 1, side * (BLOCK[0] + 1)
+    elif t >= BLOCK[0]:
+        hy, hx, sy, sx = y0 + TILE_H, x0 + t - BLOCK[0], TILE_H + 1, t - BLOCK[0] + 1  # the row below
+    halo_in = on_duty and 0 <= hy < ny and 0 <= hx < nx
+
+    step = uint64(ny * nx)
+    rstep = uint64(nx)  # one row further along y
+    col = uint64(y * nx + x) if nrows > 0 else uint64(0)
+    halo_col = uint64(hy * nx + hx) if halo_in else uint64(0)
+    zlast = min(z1, nz - 1)
+    zero = float32(0)
+
+    c = coef[0]
+    cx = coef[1]
+    cy = coef[2]
+    cz = coef[3]
+
+    # q[r, k]: row r's column at plane z - 1 + k; q[r, LEAD + 2] is where plane z + LEAD + 1 lands.
+    # hq[k]: the halo point at plane z + k; hq[LEAD] where plane z + LEAD lands.
+    q = cuda.local.array(TALL_QUEUE, float32)
+    hq = cuda.local.array(TALL_HALO_QUEUE, float32)
+    at = uint64(z0) * step + col
+    halo_at = uint64(z0) * step + halo_col
+    for r in range(ROWS):
+        row_at = at + uint64(r) * rstep
+        q[r, 0] = flat_u[row_at - step] if r < nrows and z0 >= 1 else zero
+        for k in range(1, LEAD + 2):
+            q[r, k] = flat_u[row_at + uint64(k - 1) * step] if r < nrows and z0 + k - 1 <= zlast else zero
+    for k in range(LEAD):
+        hq[k] = flat_u[halo_at + uint64(k) * step] if halo_in and z0 + k < z1 else zero
+    mine = uint64((ty * ROWS + 1) * PLANE_W + tx + 1)  # the first row's slot in the first half
+    duty = uint64(sy * PLANE_W + sx)
+    ahead_at = at + uint64(LEAD + 1) * step  # (z + LEAD + 1, y, x): row r at ahead_at + r * rstep
+    halo_ahead_at = halo_at + uint64(LEAD) * step
+    # Main march, two planes a trip with no test on z, written out: their halves are the constants 0
+    # and TALL_SLOTS (no parity switch), the second plane's offsets are the first's plus a constant, and
+    # one loop test serves both. (Four planes a trip cut a little more per output but needed 95
+    # registers, one block an SM; the compiler does not unroll a loop body this large by itself.)
+    z_tail = max(z0, zlast - LEAD)
+    trips = (z_tail - z0) // 2
+    for _i in range(trips):  # two planes written out: halves 0 and 1
+        _tall_step(plane, flat_u, flat_out, q, hq, at, ahead_at, halo_ahead_at, rstep,
+                   mine, duty, on_duty, nrows, nrows, halo_in, c, cx, cy, cz)
+        _tall_step(plane, flat_u, flat_out, q, hq, at + step, ahead_at + step, halo_ahead_at + step, rstep,
+                   uint64(TALL_SLOTS) + mine, uint64(TALL_SLOTS) + duty, on_duty, nrows, nrows, halo_in,
+                   c, cx, cy, cz)
+        at += uint64(2) * step
+        ahead_at += uint64(2) * step
+        halo_ahead_at += uint64(2) * step
+    # The rest of the chunk, a plane a trip: each prefetch stops at the last plane needed.
+    half = uint64(0)  # the main march took an even number of planes: the tail starts on half 0
+    for z in range(z0 + trips * 2, z1):
+        _tall_step(plane, flat_u, flat_out, q, hq, at, ahead_at, halo_ahead_at, rstep, half + mine,
+                   half + duty, on_duty, nrows, nrows if z + LEAD + 1 <= zlast else 0,
+                   halo_in and z + LEAD < z1, c, cx, cy, cz)
+        half = uint64(TALL_SLOTS) - half
+        at += step
+        ahead_at += step
+        halo_ahead_at += step
+
+
 KERNELS = {
     "naive": (stencil_naive_kernel, "void(float32[:, :, ::1], float32[::1], float32[:, :, ::1])"),
     # (u, coef, out) as flat views of the same (nz, ny, nx) grids, and the shape
-    "optimized": (stencil_zmarch_kernel, "void(float32[::1], float32[::1], float32[::1], int64, int64, int64)"),
+    "zmarch": (stencil_zmarch_kernel, "void(float32[::1], float32[::1], float32[::1], int64, int64, int64)"),
+    "optimized": (stencil_tall_kernel, "void(float32[::1], float32[::1], float32[::1], int64, int64, int64)"),
 }
 
 
@@ -291,7 +462,7 @@ def naive(u, coef):
     return launch.result(out, u, coef)
 
 
-def optimized(u, coef):
+def zmarch(u, coef):
     _check(u, coef)
     d_u, d_coef = launch.to_device(u, coef)
     nz, ny, nx = u.shape
@@ -299,6 +470,16 @@ def optimized(u, coef):
     grid = (launch.blocks(nx, BLOCK[0]), launch.blocks(ny, BLOCK[1]), launch.blocks(nz, Z_CHUNK))
     # Flat views of the same memory: the march addresses points by one offset that grows a plane a step.
     stencil_zmarch_kernel[grid, BLOCK](d_u.reshape(u.size), d_coef, out.reshape(u.size), nz, ny, nx)
+    return launch.result(out, u, coef)
+
+
+def optimized(u, coef):
+    _check(u, coef)
+    d_u, d_coef = launch.to_device(u, coef)
+    nz, ny, nx = u.shape
+    out = launch.empty(u.shape, np.float32)
+    grid = (launch.blocks(nx, BLOCK[0]), launch.blocks(ny, TILE_H), launch.blocks(nz, Z_CHUNK))
+    stencil_tall_kernel[grid, BLOCK](d_u.reshape(u.size), d_coef, out.reshape(u.size), nz, ny, nx)
     return launch.result(out, u, coef)
 
 

@@ -6,7 +6,7 @@ outside the image (a "same" correlation, as image filters are usually written).
 v1 naive      one thread per pixel, (32, 8) blocks along the rows: each of the 25 taps loads its
               weight from a global copy of the bank and its pixel from global memory: 50 load
               requests per output, all but a few served by L1.
-v2 optimized  the bank lives in constant memory (day 07) and each thread copies its filter's 25 taps
+v2 column     the bank lives in constant memory (day 07) and each thread copies its filter's 25 taps
               into registers once; each block stages a (132, 36) window of the image -- its
               (128, 32) output tile and a 2-pixel halo all round -- in shared memory with coalesced
               loads, then each thread slides a 5x5 register window down 16 rows of one column: 5
@@ -17,6 +17,11 @@ v2 optimized  the bank lives in constant memory (day 07) and each thread copies 
               BLOCKS_PER_SM blocks per SM walking the tiles: each step issues the next tile's 20
               loads a thread into registers, computes the current tile while they fly, then stages
               them (two barriers a step), so every block always has a span in flight.
+v3 optimized  v2 with COLS = 2 neighbouring outputs a thread along x: the window is 5 x (COLS + 4)
+              registers, so a new row is 6 shared loads for 2 x 25 FMAs, and a (128, 64) tile's
+              set-up, barriers and guards are shared by 32 outputs a thread instead of 16. ~44 SASS
+              instructions an output on the interior path instead of ~57 (the same count for v2),
+              ~160 registers: one block of 256 threads an SM.
 
 Napkin math: 8 bytes through DRAM per pixel (one read, one write) and 50 FLOPs: 6.25 FLOP/byte,
 under the H200's ~16 FLOP/byte ridge, so the floor is the copy rate: an (8192, 8192) image moves
@@ -31,22 +36,26 @@ SM's issue slots (132 SMs x 4 schedulers x 1.98 GHz), at 85 % of it ~92 %. Measu
 block per tile 189.4 us (68 %); the pipelined grid (2 blocks per SM, ~120 registers a thread) 185.5 us
 (68 %): keeping a span in flight changed nothing, so bytes in flight were not the bound; the
 instruction count is (68 % of the copy rate is ~54 % of the issue slots, with a barrier every tile).
+v3's ~44 an output need ~69 % of the issue slots at the copy rate; at the ~62 % of peak issue v2
+sustains (~57 an output in 185.5 us), ~143 us (a prediction, to be measured).
 
 What you write (each raises NotImplementedError with its hint until you do):
   conv2d_naive_kernel  two nested tap loops over global memory, bounds-checked (11 lines)
   conv2d_tiled_kernel  taps to registers; loop: next span into registers, compute current tile, barrier, stage,
                        barrier (94 lines)
+  conv2d_wide_kernel   as conv2d_tiled_kernel, with COLS outputs a thread along x sharing a (5, COLS + 4) window
+                       (100 lines)
 Everything else in this file is given. Grade with:  make check DAY=9
 """
 
 import numpy as np
 
-from course import cuda, launch
+from course import DEVICE, cuda, launch
 from numba import float32, int64, uint64  # numba names only after the course import
 
 TITLE = "2D convolution: constant-memory filter bank, shared-memory tiles"
 MEMORY_SPACE = "shared + constant"
-VERSIONS = ("naive", "optimized")
+VERSIONS = ("naive", "column", "optimized")
 # (rows, cols): a pixel; smaller than the mask; a tile -1 each way; a tile +1 each way (2 x 2 blocks,
 # every tile edge crossed); primes (1 x 4 blocks, a ragged last tile).
 TEST_SIZES = ((1, 1), (3, 4), (127, 31), (129, 33), (37, 101))
@@ -66,7 +75,20 @@ SPAN_SLOTS = SPAN_H * SPAN_W  # the shared tile, flat
 ROW_PASSES = -(-SPAN_H // BLOCK[1])  # 17 passes stage the span's first TILE_W columns, one row per warp
 EDGE_PASSES = -(-SPAN_H * 2 * MASK_RADIUS // THREADS)  # 3 passes stage its last 2R columns
 STAGE_LOADS = ROW_PASSES + EDGE_PASSES  # a thread's loads per span: 20
-BLOCKS_PER_SM = 2  # the optimized kernel's grid: blocks per SM that walk the tiles (~120 registers a thread: 2 fit)
+BLOCKS_PER_SM = 2  # the pipelined grids: blocks per SM that walk the tiles (~120 registers a thread: 2 fit)
+COLS = 2  # optimized: neighbouring outputs a thread along x; a window row of COLS + 4 pixels feeds all
+WIDE_ROWS = 16  # optimized: rows a thread slides its window down
+WIDE_BLOCKS_PER_SM = 1  # optimized: its grid, and the blocks ptxas must fit on an SM (~143 registers: 1)
+_WIDE_BOUNDS = {} if DEVICE.kind == "sim" else {"launch_bounds": (THREADS, WIDE_BLOCKS_PER_SM)}
+WIDE_W = BLOCK[0] * COLS  # (128, 64) outputs per block with COLS = 2
+WIDE_H = BLOCK[1] * WIDE_ROWS
+WIN_W = COLS + 2 * MASK_RADIUS  # a window row: the taps of COLS outputs overlap in all but COLS - 1 + 1 pixels
+WSPAN_W = WIDE_W + 2 * MASK_RADIUS  # (132, 68) inputs staged
+WSPAN_H = WIDE_H + 2 * MASK_RADIUS
+WSPAN_SLOTS = WSPAN_H * WSPAN_W
+WROW_PASSES = -(-WSPAN_H // BLOCK[1])  # row passes over the span's first WIDE_W columns, COLS loads each
+WEDGE_PASSES = -(-WSPAN_H * 2 * MASK_RADIUS // THREADS)  # its last 2R columns, spread over the block
+WSTAGE_LOADS = WROW_PASSES * COLS + WEDGE_PASSES  # a thread's loads per span
 
 
 def _filter_bank() -> np.ndarray:
@@ -147,9 +169,30 @@ def conv2d_tiled_kernel(img, which, out):
                               "barrier, stage, barrier (94 lines)")
 
 
+@cuda.jit(**_WIDE_BOUNDS)
+def conv2d_wide_kernel(img, which, out):
+    """conv2d_tiled_kernel with COLS neighbouring outputs a thread along x: block b walks the (WIDE_H,
+    WIDE_W) = (128, 64) output tiles b, b + gridDim, ...; thread (tx, ty) owns columns COLS tx ..
+    COLS tx + COLS - 1 of tile rows WIDE_ROWS ty .. WIDE_ROWS ty + WIDE_ROWS - 1.
+
+    1. Taps into registers m[5, 5] from the constant bank, as in conv2d_tiled_kernel.
+    2. The next tile's (WSPAN_H, WSPAN_W) span into pre = cuda.local.array(WSTAGE_LOADS, float32):
+       pass k, column pass kc loads span (row ty + 8 k, column tx + 32 kc) for kc < COLS (coalesced,
+       and conflict-free when staged), then the last 4 span columns over all threads (WEDGE_PASSES).
+       Interior spans unclamped with uint64 indices; edge spans clamped, zero outside the image.
+    3. The current tile: the window is (5, WIN_W) registers, WIN_W = COLS + 4: each new row is WIN_W
+       shared loads that feed 5 x COLS taps of COLS outputs (5 loads an output in the one-column
+       kernel, (COLS + 4) / COLS here); the outputs wait in registers and are stored after.
+    4. Barrier, pre -> tile, barrier, as in conv2d_tiled_kernel.
+    """
+    raise NotImplementedError("Day 09: as conv2d_tiled_kernel, with COLS outputs a thread along x sharing a (5, COLS + "
+                              "4) window (100 lines)")
+
+
 KERNELS = {
     "naive": (conv2d_naive_kernel, "void(float32[:, ::1], float32[:, :, ::1], int64, float32[:, ::1])"),
-    "optimized": (conv2d_tiled_kernel, "void(float32[:, ::1], int64, float32[:, ::1])"),
+    "column": (conv2d_tiled_kernel, "void(float32[:, ::1], int64, float32[:, ::1])"),
+    "optimized": (conv2d_wide_kernel, "void(float32[:, ::1], int64, float32[:, ::1])"),
 }
 
 _bank_on_device = None
@@ -175,7 +218,7 @@ def naive(img, which):
     return launch.result(out, img)
 
 
-def optimized(img, which):
+def column(img, which):
     _check(img, which)
     (d_img,) = launch.to_device(img)
     rows, cols = img.shape
@@ -183,6 +226,17 @@ def optimized(img, which):
     tiles = launch.blocks(cols, TILE_W) * launch.blocks(rows, TILE_H)
     grid = min(tiles, launch.sm_count() * BLOCKS_PER_SM)  # a few blocks per SM walk all the tiles
     conv2d_tiled_kernel[grid, BLOCK](d_img, int(which), out)
+    return launch.result(out, img)
+
+
+def optimized(img, which):
+    _check(img, which)
+    (d_img,) = launch.to_device(img)
+    rows, cols = img.shape
+    out = launch.empty(img.shape, np.float32)
+    tiles = launch.blocks(cols, WIDE_W) * launch.blocks(rows, WIDE_H)
+    grid = min(tiles, launch.sm_count() * BLOCKS_PER_SM)  # a few blocks per SM walk all the tiles
+    conv2d_wide_kernel[grid, BLOCK](d_img, int(which), out)
     return launch.result(out, img)
 
 
