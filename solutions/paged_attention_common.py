@@ -10,6 +10,9 @@ words, online softmax in base 2, warps merged through shared memory) with three 
              block writes that range's normalized output with its max and exp-sum (day 81's
              partitions, merged by day 81's reduce); one range spanning the table is the answer.
   num_warps  warps per block (day 89's knob; day 78's NUM_WARPS by default).
+  load_words 8-byte words per load instruction (day 78's LOAD_WORDS, 1 by default): 2 reads each
+             lane's pairs of adjacent words with one 16-byte load (course.wide.load4), where the row
+             allows it (day 78's load_width). The launch reads this module's LOAD_WORDS.
 
 At heads = 1 with one range it computes what day 78's kernel computes, on the same schedule.
 """
@@ -19,10 +22,20 @@ import math
 
 import numpy as np
 
-from course import cuda, launch
+from course import cuda, launch, wide
 from numba import float32, uint32, uint64
-from solutions.day73_decode_attention import ROW_STEP, cache_words
-from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, TRIP_ELEMS, WARP, head_layout
+from solutions.day73_decode_attention import ROW_STEP
+from solutions.day78_paged_attention_v1 import (
+    LOAD_WORDS,
+    LOG2E,
+    NO_LOGIT,
+    NUM_WARPS,
+    TRIP_ELEMS,
+    WARP,
+    head_layout,
+    kernel_words,
+    load_width,
+)
 
 STATIC_SHARED = 48 * 1024  # bytes of static shared memory a block may declare (sm_90 without opt-in)
 
@@ -44,8 +57,9 @@ def trip_plan(heads: int, block_size: int, lanes: int, vec: int = 16) -> tuple[i
 
 @functools.cache
 def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int = 1,
-                     num_warps: int = NUM_WARPS, prefetch=None):
-    """The kernel for one (head_dim, cache dtype, block size, heads per block, warps per block).
+                     num_warps: int = NUM_WARPS, prefetch=None, load_words: int = 1):
+    """The kernel for one (head_dim, cache dtype, block size, heads per block, warps per block, words
+    per load: 2 where load_width allows it, the word arrays then uint32 views, kernel_words).
     Numba compiles the closure's Python ints as constants, as on day 78: the per-lane arrays get fixed
     sizes, every loop over them unrolls, and the word offsets inside a row fold into the loads.
 
@@ -55,8 +69,10 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
     scale * log2(e), num_kv_heads, part_pages). Each block writes its partition's normalized output
     with the partition's running max and exp-sum (base 2): with one partition that is the answer."""
     elem = np.dtype(cache_dtype).type
-    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize)
-    FULL, TAIL = ROW_WORDS // G, ROW_WORDS % G  # slots every lane holds; lanes holding one more (ragged)
+    LW = load_width(head_dim, np.dtype(cache_dtype).itemsize, load_words)  # words per load instruction
+    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize, LW)
+    # Slots of LW words: every lane holds FULL of them, lanes gl < TAIL one more (a ragged row).
+    FULL, TAIL = (ROW_WORDS // LW) // G, (ROW_WORDS // LW) % G
     TOK, PREFETCH = trip_plan(heads, block_size, G, VEC)
     PREFETCH = PREFETCH if prefetch is None else prefetch
     NG = WARP // G  # rows a warp works on side by side, one per thread group
@@ -64,6 +80,9 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
     TRIPS = (block_size + TRIP - 1) // TRIP  # trips per page
     BS, HG, NW, HEAD_DIM = block_size, heads, num_warps, head_dim
     KW = TOK * WL  # words of K (and of V) a lane holds per trip
+    # The load buffer as the loads fill it: KW uint64 words, or at LW 2 twice as many uint32 halves
+    # (wide.load4's four values go straight into registers; the element view reads either alike).
+    BUF, KB = (uint64, KW) if LW == 1 else (uint32, 2 * KW)
     QN, SN, SMN = HG * VEC, HG * TOK, HG * head_dim  # array sizes must be plain constants for Numba
 
     @cuda.jit(device=True, inline=True)
@@ -77,13 +96,27 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
         for u in range(TOK):
             row = min(t0 + u * NG + grp, n_tok - 1)
             off = base + uint64(uint32(row) * row_words)
-            for w in range(WL):
-                if w < FULL or gl < TAIL:
-                    kbuf[u * WL + w] = key_words[off + uint64(G * w)]
-                    vbuf[u * WL + w] = value_words[off + uint64(G * w)]
-                else:
-                    kbuf[u * WL + w] = uint64(0)
-                    vbuf[u * WL + w] = uint64(0)
+            if LW == 1:  # LW is a constant: Numba compiles only one of these branches
+                for w in range(WL):
+                    if w < FULL or gl < TAIL:
+                        kbuf[u * WL + w] = key_words[off + uint64(G * w)]
+                        vbuf[u * WL + w] = value_words[off + uint64(G * w)]
+                    else:
+                        kbuf[u * WL + w] = uint64(0)
+                        vbuf[u * WL + w] = uint64(0)
+            else:
+                # Slot p is words 2 (gl + G p) and + 1: one 16-byte load of four uint32 halves (rows
+                # start 16-byte aligned, ROW_WORDS being even), kept as loaded: at LW 2 the buffer is uint32.
+                for p in range(WL // 2):
+                    i = 4 * (u * (WL // 2) + p)  # the slot's four uint32 halves in the buffer
+                    if p < FULL or gl < TAIL:
+                        at = uint64(2) * (off + uint64(2 * G * p))  # in uint32 elements
+                        kbuf[i], kbuf[i + 1], kbuf[i + 2], kbuf[i + 3] = wide.load4(key_words, at)
+                        vbuf[i], vbuf[i + 1], vbuf[i + 2], vbuf[i + 3] = wide.load4(value_words, at)
+                    else:
+                        for j in range(4):
+                            kbuf[i + j] = uint32(0)
+                            vbuf[i + j] = uint32(0)
 
     @cuda.jit(device=True, inline=True)
     def attend(q, acc, m, l, s, k, v, t0, n_tok, grp):
@@ -126,7 +159,7 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
         warp = tid // WARP
         lane = tid % WARP
         grp = lane // G  # the row of each trip step this lane's group takes
-        gl = lane % G  # the words of the row it holds: gl, gl + G, gl + 2G, ...
+        gl = lane % G  # the slots of the row it holds: gl, gl + G, gl + 2G, ... (LW words each)
         kv_head = h0 // (query.shape[1] // num_kv_heads)
         ctx = context_lens[seq]
         first = part * part_pages
@@ -135,7 +168,7 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
             return  # a partition past this sequence's context: the reduce never reads it
         row_words = uint32(num_kv_heads * ROW_WORDS)  # one token's K row of every KV head
         page_words = uint64(BS) * uint64(row_words)
-        lane_words = uint64(kv_head * ROW_WORDS + gl)
+        lane_words = uint64(kv_head * ROW_WORDS + gl * LW)
 
         # Fixed-size arrays indexed only by unrolled constant loops: LLVM keeps them in registers.
         q = cuda.local.array(QN, float32)
@@ -143,15 +176,16 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
         m = cuda.local.array(HG, float32)  # per head: the group's running max and exp-sum
         l = cuda.local.array(HG, float32)
         s = cuda.local.array(SN, float32)
-        kbuf = cuda.local.array(KW, uint64)  # (TOK, WL) words as loaded
-        vbuf = cuda.local.array(KW, uint64)
+        kbuf = cuda.local.array(KB, BUF)  # (TOK, WL) words as loaded
+        vbuf = cuda.local.array(KB, BUF)
         k = kbuf.view(elem)  # the same registers read as (TOK, VEC) cache elements
         v = vbuf.view(elem)
         for hh in range(HG):
             for w in range(WL):
                 for j in range(PW):
-                    if w < FULL or gl < TAIL:  # a dead slot of a ragged row: q 0, nothing to add
-                        q[hh * VEC + w * PW + j] = query[seq, h0 + hh, (gl + G * w) * PW + j] * scale
+                    if w // LW < FULL or gl < TAIL:  # a dead slot of a ragged row: q 0, nothing to add
+                        q[hh * VEC + w * PW + j] = query[seq, h0 + hh, ((gl + G * (w // LW)) * LW + w % LW) * PW + j] \
+                            * scale
                     else:
                         q[hh * VEC + w * PW + j] = 0.0
                     acc[hh * VEC + w * PW + j] = 0.0
@@ -162,8 +196,8 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
         if PREFETCH:
             # Trips numbered across the partition's pages, warps taking them in turn; the next
             # trip's loads go out before this trip's arithmetic, so each warp always waits on one.
-            kn = cuda.local.array(KW, uint64)
-            vn = cuda.local.array(KW, uint64)
+            kn = cuda.local.array(KB, BUF)
+            vn = cuda.local.array(KB, BUF)
             end_trip = end * TRIPS
             trip = first * TRIPS + warp
             if trip < end_trip:
@@ -183,7 +217,7 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
                 n_tok = min(BS, ctx - page * BS)
                 if t0 < n_tok:
                     attend(q, acc, m, l, s, k, v, t0, n_tok, grp)
-                for i in range(KW):
+                for i in range(KB):
                     kbuf[i] = kn[i]
                     vbuf[i] = vn[i]
                 trip = nxt
@@ -222,9 +256,10 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
         if grp == 0:
             for hh in range(HG):
                 for w in range(WL):
-                    if w < FULL or gl < TAIL:  # a dead slot's columns are past head_dim
+                    if w // LW < FULL or gl < TAIL:  # a dead slot's columns are past head_dim
                         for j in range(PW):
-                            sm_acc[warp, hh * HEAD_DIM + (gl + G * w) * PW + j] = acc[hh * VEC + w * PW + j]
+                            col = ((gl + G * (w // LW)) * LW + w % LW) * PW + j  # word w's row word, at LW 1: gl + G w
+                            sm_acc[warp, hh * HEAD_DIM + col] = acc[hh * VEC + w * PW + j]
         if lane == 0:
             for hh in range(HG):
                 sm_m[warp, hh] = m[hh]
@@ -251,9 +286,10 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
 
 
 def launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale, *, heads: int = 1,
-                     part_pages: int | None = None, num_warps: int = NUM_WARPS):
+                     part_pages: int | None = None, num_warps: int = NUM_WARPS, load_words: int | None = None):
     """Run the kernel (inputs already checked); returns (part_out, part_max, part_sum), the first
-    (num_seqs, num_heads, partitions, head_dim). part_pages=None: one partition, the whole table."""
+    (num_seqs, num_heads, partitions, head_dim). part_pages=None: one partition, the whole table.
+    load_words=None: this module's LOAD_WORDS, read at the call (set it to time 16-byte loads)."""
     num_seqs, num_heads, head_dim = query.shape
     if num_warps * heads * head_dim * 4 > STATIC_SHARED:
         # The warps' staging area is a static shared array, and sm_90 caps those at 48 KB a block.
@@ -265,12 +301,15 @@ def launch_attention(query, key_cache, value_cache, block_tables, context_lens, 
     part_out = launch.empty((num_seqs, num_heads, parts, head_dim), np.float32)
     part_max = launch.empty((num_seqs, num_heads, parts), np.float32)
     part_sum = launch.empty((num_seqs, num_heads, parts), np.float32)
-    kernel = attention_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1], heads, num_warps)
+    lw = load_width(head_dim, np.dtype(key_cache.dtype).itemsize, LOAD_WORDS if load_words is None else load_words)
+    kernel = attention_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1], heads, num_warps,
+                              load_words=lw)
     grid = (num_heads // heads, num_seqs, parts)  # heads fastest: a group's blocks share pages in L2
-    kernel[grid, num_warps * WARP](part_out, part_max, part_sum, q, cache_words(kc), cache_words(vc), tables,
-                                   lens, float32(scale * LOG2E), key_cache.shape[2], part_pages)
+    kernel[grid, num_warps * WARP](part_out, part_max, part_sum, q, kernel_words(kc, lw), kernel_words(vc, lw),
+                                   tables, lens, float32(scale * LOG2E), key_cache.shape[2], part_pages)
     return part_out, part_max, part_sum
 
 
 SIG_PAGED = ("void(float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
              "uint64[::1], uint64[::1], int32[:, ::1], int32[::1], float32, int32, int32)")
+SIG_PAGED_WIDE = SIG_PAGED.replace("uint64", "uint32")  # load_words 2: kernel_words' uint32 views

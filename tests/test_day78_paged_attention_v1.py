@@ -4,12 +4,13 @@ Inputs come from the solution's make_inputs: random non-contiguous block tables 
 are garbage, and a cache whose unused slots are NaN, so any read past a context length shows up.
 """
 
+import functools
 import re
 
 import numpy as np
 import pytest
 
-from course import checking
+from course import checking, compiler, days
 from course.grading import Grader
 
 g = Grader(78)
@@ -158,3 +159,53 @@ GPU_CONFIGS = (
 def test_large_on_gpu(version, cfg):
     """head_dim 128, thousands of tokens, all block sizes: the GPU sizes the simulator cannot run."""
     g.run_and_compare(version, cfg, rtol=RTOL)
+
+
+# --- LOAD_WORDS = 2: the optimized kernel rebuilt with 16-byte loads (a lane's words paired) ---------
+
+# Every head size in fp16 and in fp32, over three pages of 8 with a partial last one (contexts 19, 1):
+# in pairs of words, fp16 80, 96, 112, 120 and 192 leave a ragged last pair on some lanes.
+WIDE_SIZES = tuple(Config(2, 2, 1, d, 8, 19, dtype) for dtype in ("float16", "float32") for d in sol.HEAD_DIMS)
+
+
+@functools.cache
+def wide_solution():
+    """The solution with LOAD_WORDS = 2 (course.days.with_constants): fresh kernels, 16-byte loads."""
+    return days.with_constants(78, LOAD_WORDS=2)
+
+
+@pytest.mark.parametrize("cfg", WIDE_SIZES, ids=[f"{c.cache_dtype}-{c.head_dim}" for c in WIDE_SIZES])
+def test_sixteen_byte_loads_at_every_head_size(cfg):
+    """The solution's kernel at LOAD_WORDS = 2 (two adjacent words per load, words 2 gl, 2 gl + 1,
+    2 gl + 2G, ... a lane) gives the same answer at every head size, ragged pairs included."""
+    g.require_implemented("optimized")
+    xs, seed = g.inputs(cfg, "wide")
+    checking.assert_matches(wide_solution().optimized(*xs), sol.reference(*xs), rtol=RTOL, floor=sol.ERROR_FLOOR,
+                            name=f"LOAD_WORDS = 2, {cfg.cache_dtype} head_dim {cfg.head_dim} (seed {seed})")
+
+
+def test_load_width_falls_back_where_rows_are_odd():
+    """16-byte loads need every row on a 16-byte boundary: an even number of 8-byte words a row. The
+    pairing shares out units of two words (fp16 96: 12 pairs over 8 lanes, 2 each, a ragged last)."""
+    g.require_implemented("optimized")
+    assert sol.load_width(128, 2, 2) == 2 and sol.load_width(120, 4, 2) == 2  # fp16 32 words, fp32 60
+    assert sol.load_width(120, 1, 2) == 1, "an int8 row of 120 is 15 words: half its rows start mid-16 bytes"
+    assert sol.load_width(128, 2, 1) == 1
+    assert sol.head_layout(128, 2, 2) == sol.head_layout(128, 2) == (4, 32, 8, 4, 16)
+    assert sol.head_layout(96, 2, 2) == (4, 24, 8, 4, 16)
+    assert sol.head_layout(120, 1, 2) == sol.head_layout(120, 1)
+    with pytest.raises(ValueError):
+        sol.load_width(128, 2, 4)
+
+
+def test_sixteen_byte_loads_compile_to_vector_loads():
+    """At LOAD_WORDS = 2 the cache is read by 16-byte loads only (ld.global.v4.u32: no 8-byte load
+    is left), with every per-lane array still in registers, at 128, a ragged 80 and the widest 256."""
+    g.require_implemented("optimized")
+    reps = compiler.reports(wide_solution())
+    for label in ("optimized", "optimized.head80", "optimized.head256"):
+        rep, sizes = reps[label], load_bytes(reps[label])
+        assert sizes.count(16) > 0 and sizes.count(8) == 0, \
+            f"{label}: loads of {sorted(set(sizes))} bytes: the cache words should come two at a time"
+        assert rep.stack_bytes == 0 and rep.spill_stores == 0, \
+            f"{label}: {rep.stack_bytes} B of stack, {rep.spill_stores} B spilled at LOAD_WORDS = 2"

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from course import compiler
 from course.grading import Grader
 
 g = Grader(79)
@@ -115,3 +116,39 @@ GPU_CONFIGS = (
 @pytest.mark.parametrize("version", sol.VERSIONS)
 def test_large_on_gpu(version, cfg):
     g.run_and_compare(version, cfg, rtol=RTOL)
+
+
+# --- LOAD_WORDS = 2: the shared kernel with 16-byte loads (day 78's knob, read by launch_attention) ---
+
+# Every head size in fp16 (group 4 in one block) and in fp32 (group 2), pages of 8, contexts 19 / 13 and 1.
+WIDE_SIZES = tuple(Config(2, 4, 1, d, 8, 19, "float16") for d in sol.HEAD_DIMS) \
+    + tuple(Config(1, 4, 2, d, 8, 13, "float32") for d in sol.HEAD_DIMS)
+
+
+@pytest.mark.parametrize("cfg", WIDE_SIZES, ids=[f"{c.cache_dtype}-{c.head_dim}" for c in WIDE_SIZES])
+@pytest.mark.parametrize("version", sol.VERSIONS)
+def test_sixteen_byte_loads_at_every_head_size(version, cfg, monkeypatch):
+    """The launch with the shared kernel's LOAD_WORDS at 2 (two adjacent words per load): the same
+    answer at every head size, one head or a group per block."""
+    require_written()
+    monkeypatch.setitem(g.target.launch_attention.__globals__, "LOAD_WORDS", 2)
+    g.run_and_compare(version, cfg, rtol=RTOL, parts=("wide",))
+
+
+WIDE_KERNELS = """from solutions.paged_attention_common import SIG_PAGED_WIDE, attention_kernel
+
+KERNELS = {f"head{d}": (attention_kernel(d, "float16", 16, 4, load_words=2), SIG_PAGED_WIDE) for d in (128, 80, 256)}
+"""
+
+
+def test_sixteen_byte_loads_keep_the_group_in_registers(tmp_path):
+    """Four heads a block at load_words 2: 16-byte cache loads (ld.global.v4.u32), no 8-byte ones, no
+    stack, at 128, a ragged 80 and the widest 256."""
+    require_written()
+    path = tmp_path / "paged_attention_wide_loads.py"
+    path.write_text(WIDE_KERNELS)
+    for label, rep in compiler.reports(path).items():
+        assert rep.ptx.count("ld.global.v4.u32") > 0 or re.search(r"ld\.global(\.nc)?\.v2\.u64", rep.ptx), \
+            f"{label}: no 16-byte loads at load_words 2"
+        assert not re.search(r"ld\.global(\.nc)?\.u64", rep.ptx), f"{label}: 8-byte loads left at load_words 2"
+        assert rep.stack_bytes == 0, f"{label}: {rep.stack_bytes} B of stack at load_words 2"

@@ -125,3 +125,21 @@ GPU_CONFIGS = (
 def test_large_on_gpu(version, cfg):
     """Long contexts with tens of partitions, every block size: what the simulator cannot run."""
     g.run_and_compare(version, cfg, rtol=RTOL)
+
+
+# LOAD_WORDS = 2 (the shared kernel's 16-byte loads, read by launch_attention): partitions of one and
+# two pages at every head size in fp16 and in fp32.
+WIDE_SIZES = tuple(Config(2, 4, 1, d, 8, 19, "float16", partition_size=8 * (1 + i % 2))
+                   for i, d in enumerate(sol.HEAD_DIMS)) \
+    + tuple(Config(1, 4, 2, d, 8, 13, "float32", partition_size=8 * (2 - i % 2)) for i, d in enumerate(sol.HEAD_DIMS))
+
+
+WIDE_IDS = [f"{c.cache_dtype}-{c.head_dim}-p{c.partition_size}" for c in WIDE_SIZES]
+
+
+@pytest.mark.parametrize("cfg", WIDE_SIZES, ids=WIDE_IDS)
+def test_sixteen_byte_loads_at_every_head_size(cfg, monkeypatch):
+    """Partitions with 16-byte loads (two adjacent words per load): the same answer at every head size."""
+    g.require_implemented("optimized")
+    monkeypatch.setitem(g.target.launch_attention.__globals__, "LOAD_WORDS", 2)
+    g.run_and_compare("optimized", cfg, rtol=RTOL, parts=("wide",))

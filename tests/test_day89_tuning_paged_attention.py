@@ -212,3 +212,22 @@ GPU_CONFIGS = (
 @pytest.mark.parametrize("version", sol.VERSIONS)
 def test_long_contexts_on_gpu(version, cfg):
     g.run_and_compare(version, cfg, rtol=RTOL)
+
+
+# LOAD_WORDS = 2 (the shared kernel's 16-byte loads, read by launch_attention), with the day's knobs:
+# every head size in fp16 and in fp32 under a split and a warp count each.
+WIDE_KNOBS = [(d, dtype, (0, 8, 16)[i % 3], (1, 2, 4)[(i + j) % 3]) for j, dtype in enumerate(("float16", "float32"))
+              for i, d in enumerate(sol.HEAD_DIMS)]
+
+
+@pytest.mark.parametrize("head_dim,dtype,partition,warps", WIDE_KNOBS,
+                         ids=[f"{t}-head{d}-partition{p}-warps{w}" for d, t, p, w in WIDE_KNOBS])
+def test_sixteen_byte_loads_with_every_knob(head_dim, dtype, partition, warps, monkeypatch):
+    """16-byte loads (two adjacent words per load) agree with the reference under the knobs."""
+    require_written()
+    monkeypatch.setitem(g.target.launch_attention.__globals__, "LOAD_WORDS", 2)
+    xs, seed = g.inputs(Config(2, 4, 2, head_dim, 8, 21, dtype), "wide", partition, warps)
+    got = g.target.paged_attention(*xs, partition=partition, num_warps=warps)
+    checking.assert_matches(got, sol.reference(*xs), rtol=RTOL, floor=sol.ERROR_FLOOR,
+                            name=f"LOAD_WORDS = 2, {dtype} head_dim {head_dim}, partition {partition}, "
+                                 f"{warps} warps (seed {seed})")

@@ -25,6 +25,10 @@ ValueError naming them). head_layout gives a token as many lanes (a power of two
 16 elements or fewer, so every size has 128's registers; where the lanes do not divide the row
 (fp16 80, 112, 120) the last word slot is masked on the lanes past the row's end.
 
+Load width: LOAD_WORDS (1) 8-byte words per load instruction. At 2 a lane holds pairs of adjacent
+words and reads each pair with one 16-byte load (course.wide.load4), where every row starts on a
+16-byte boundary (load_width: an even number of words a row); day 89's lesson has the napkin math.
+
 Napkin math (64 seqs x 32 heads over 8 KV heads x head_dim 128, context 4096, fp16 cache): the K and
 V pages are 64 * 4096 * 8 * 128 * 2 B * 2 = 1.07 GB, the queries and outputs 1 MB. Per KV element
 read there are 4 FLOPs per query head sharing it (a multiply-add for q.k, one for p*v), so 8 FLOPs
@@ -35,7 +39,7 @@ What you write (each raises NotImplementedError with its hint until you do):
   paged_attention_naive_kernel             guard i < num_seqs * num_heads, then three loops over the tokens through
                                            the block table (31 lines)
   attention_kernel.paged_attention_kernel  thread groups over tokens, word loads first, shfl_xor dots, online
-                                           softmax, fold, merge (105 lines)
+                                           softmax, fold, merge (117 lines)
 Everything else in this file is given. Grade with:  make check DAY=78
 """
 
@@ -45,7 +49,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from course import DEVICE, cuda, launch
+from course import DEVICE, cuda, launch, wide
 from course.checking import to_host
 from numba import float32, uint32, uint64
 from solutions.day73_decode_attention import (  # day 73's trip length, words and softmax base, paged here
@@ -72,6 +76,12 @@ HEAD_DIMS = (32, 64, 80, 96, 112, 120, 128, 192, 256)
 MAX_HEAD_DIM = HEAD_DIMS[-1]  # q and the accumulator live in registers: a fixed list, not any size
 LANE_ELEMS = 16  # optimized: elements of a row (of q, of the accumulator) per lane, at most; 4 fp16 words
 TRIP_ELEMS = 64  # optimized: K elements (and as many V) a lane loads per trip: 16 rows x 128 columns / 32
+# optimized: 8-byte words per load instruction. 1: one ld.global.u64 a word. 2: two adjacent words in
+# one 16-byte load (course.wide.load4 on a uint32 view of the cache, ld.global.v4.u32): half the load
+# instructions and their address arithmetic, twice the bytes each keeps in flight; a lane then holds
+# pairs of words 2 gl, 2 gl + 1, 2 gl + 2G, ... A row of an odd number of words (an int8 row of 120:
+# 15) starts every other row off a 16-byte boundary: that specialization keeps 1 (load_width).
+LOAD_WORDS = 1
 NO_LOGIT = -1.0e30  # the running max before any token: finite, far below any real logit
 NAIVE_THREADS = 64
 
@@ -257,7 +267,16 @@ def paged_attention_naive_kernel(out, query, key_cache, value_cache, block_table
 # --- v2 optimized: one block per (sequence, head), thread groups over tokens -----------------------
 
 
-def head_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
+def load_width(head_dim: int, itemsize: int, load_words: int = 1) -> int:
+    """Words per load for this row: ``load_words`` (1 or 2) where every row starts on a multiple of
+    that many words (an even ROW_WORDS for 16-byte loads), else 1."""
+    if load_words not in (1, 2):
+        raise ValueError(f"load_words: expected 1 (8-byte loads) or 2 (16-byte loads), got {load_words!r}")
+    row_words = head_dim // (8 // itemsize)
+    return load_words if row_words % load_words == 0 else 1
+
+
+def head_layout(head_dim: int, itemsize: int, load_words: int = 1) -> tuple[int, int, int, int, int]:
     """How one cache row (one token of one KV head) is shared out: (elements per 8-byte word PW, words
     per row ROW_WORDS, lanes per token G, word slots per lane WL, elements per lane VEC = WL * PW).
 
@@ -265,13 +284,20 @@ def head_layout(head_dim: int, itemsize: int) -> tuple[int, int, int, int, int]:
     LANE_ELEMS elements: registers for q and the accumulator stay those of head_dim 128 at every size.
     Lane gl holds words gl, gl + G, ...; where G does not divide the row (fp16 80: 20 words over 8
     lanes, 3 slots each), the last slot is live only on lanes gl < ROW_WORDS % G and the others
-    neither load nor store it. At 32, 64 and 128 this is day 73's lane_layout."""
+    neither load nor store it. At 32, 64 and 128 this is day 73's lane_layout.
+
+    ``load_words`` 2 (16-byte loads; load_width falls back to 1 where the row does not allow them):
+    the row is shared out in units of two adjacent words, lane gl holding units gl, gl + G, ..., so
+    words 2 gl, 2 gl + 1, 2 gl + 2G, ...; WL counts words (even), a ragged row's last unit is live on
+    lanes gl < (ROW_WORDS / 2) % G (fp16 96: 12 units over 8 lanes, 2 each)."""
+    lw = load_width(head_dim, itemsize, load_words)
     per_word = 8 // itemsize
     row_words = head_dim // per_word
+    units = row_words // lw
     lanes = 1
-    while -(-row_words // lanes) * per_word > LANE_ELEMS and lanes < WARP:
+    while -(-units // lanes) * lw * per_word > LANE_ELEMS and lanes < WARP:
         lanes *= 2
-    words = -(-row_words // lanes)
+    words = -(-units // lanes) * lw
     return per_word, row_words, lanes, words, words * per_word
 
 
@@ -282,11 +308,13 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
     the word offsets inside a row fold into the load instructions.
 
     Launch: grid (num_heads, num_seqs), NUM_WARPS * 32 threads; arguments (out (num_seqs, num_heads,
-    head_dim), query, key_words, value_words (flat uint64 views of the caches), block_tables,
-    context_lens, scale * log2(e), num_kv_heads)."""
+    head_dim), query, key_words, value_words (flat views of the caches: uint64, or uint32 where
+    LOAD_WORDS = 2 applies, kernel_words), block_tables, context_lens, scale * log2(e), num_kv_heads)."""
     elem = np.dtype(cache_dtype).type
-    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize)
-    FULL, TAIL = ROW_WORDS // G, ROW_WORDS % G  # slots every lane holds; lanes holding one more
+    LW = load_width(head_dim, np.dtype(cache_dtype).itemsize, LOAD_WORDS)  # words per load instruction
+    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize, LW)
+    # Slots of LW words: every lane holds FULL of them, lanes gl < TAIL one more (a ragged row).
+    FULL, TAIL = (ROW_WORDS // LW) // G, (ROW_WORDS // LW) % G
     NG = WARP // G  # rows a warp works on side by side, one per thread group
     # Rows per group per trip: 16-row trips, capped so a lane keeps at most TRIP_ELEMS elements in
     # flight, a power of two of rows so trips tile a page (head_dim 256: 2 groups of 16 lanes, 4 rows
@@ -296,6 +324,9 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
     TRIPS = (block_size + TRIP - 1) // TRIP  # trips per page
     BS, HEAD_DIM = block_size, head_dim
     KW = TOK * WL  # words of K (and of V) a lane holds per trip
+    # The load buffer as the loads fill it: KW uint64 words, or at LW 2 twice as many uint32 halves
+    # (wide.load4's four values go straight into registers; the element view reads either alike).
+    BUF, KB = (uint64, KW) if LW == 1 else (uint32, 2 * KW)
 
     @cuda.jit(fastmath=True)
     def paged_attention_kernel(out, query, key_words, value_words, block_tables, context_lens, scale,
@@ -310,7 +341,11 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
           gl, gl + G, gl + 2G, ... (gl = lane % G) of that row: WL words, VEC elements, element j of
           word w being column (gl + G * w) * PW + j. Interleaved, one warp load reads whole sectors of
           each row. q * scale and the accumulator for those columns: cuda.local.array(VEC, float32);
-          loaded words: cuda.local.array(KW, uint64), read as elements through buf.view(elem).
+          loaded words: cuda.local.array(KW, uint64) (at LW = 2: 2 * KW uint32, as wide.load4 returns
+          them), read as elements through buf.view(elem).
+        - LOAD_WORDS = 2 (LW, where load_width allows it): a slot is LW adjacent words, lane gl
+          holding slots gl, gl + G, ..., so word w is row word (gl + G * (w // LW)) * LW + w % LW, and
+          a slot is one wide.load4 of the uint32 view (two words). At LW = 1 all of this is as above.
         - A ragged row (G does not divide ROW_WORDS: head_dim 80, 112, 120 in fp16): slot w is live
           when w < FULL or gl < TAIL. A dead slot never loads (it would read the next head's row, or
           past the cache): its q is 0 and its words are 0, so it adds 0 to every dot and to acc, and
@@ -329,14 +364,15 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int):
           m and l, one cuda.syncthreads(): out[d] = sum_w acc_w[d] 2^(m_w - M) / sum_w l_w 2^(m_w - M).
         """
         raise NotImplementedError("Day 78: thread groups over tokens, word loads first, shfl_xor dots, online softmax, "
-                                  "fold, merge (105 lines)")
+                                  "fold, merge (117 lines)")
 
     return paged_attention_kernel
 
 
 _SIG = ("void(float32[:, :, ::1], float32[:, :, ::1], float16[:, :, :, ::1], float16[:, :, :, ::1], "
         "int32[:, ::1], int32[::1], float32)")
-_SIG_WORDS = ("void(float32[:, :, ::1], float32[:, :, ::1], uint64[::1], uint64[::1], int32[:, ::1], "
+_WORD = "uint32" if LOAD_WORDS == 2 else "uint64"  # kernel_words' view (every fp16 row below is even)
+_SIG_WORDS = (f"void(float32[:, :, ::1], float32[:, :, ::1], {_WORD}[::1], {_WORD}[::1], int32[:, ::1], "
               "int32[::1], float32, int32)")
 KERNELS = {
     "naive": (paged_attention_naive_kernel, _SIG),
@@ -345,6 +381,19 @@ KERNELS = {
     "optimized.head80": (attention_kernel(80, "float16", 16), _SIG_WORDS),
     "optimized.head256": (attention_kernel(256, "float16", 16), _SIG_WORDS),
 }
+
+
+def kernel_words(cache, load_words: int = 1):
+    """The flat view of a cache the optimized kernels read: uint64 words, or (load_words 2, as
+    load_width gives it) uint32 halves for course.wide.load4. A 16-byte load needs a 16-byte aligned
+    address: device allocations start on 256 bytes, and every row then starts on 16 (ROW_WORDS even)."""
+    if load_words == 1:
+        return cache_words(cache)
+    ptr = cache.__cuda_array_interface__["data"][0] if hasattr(cache, "__cuda_array_interface__") \
+        else cache.__array_interface__["data"][0]
+    if ptr % 16:
+        raise ValueError(f"LOAD_WORDS = 2 needs a 16-byte aligned cache, this one starts at {ptr:#x}")
+    return cache_words(cache, np.uint32)
 
 
 def naive(query, key_cache, value_cache, block_tables, context_lens, scale):
@@ -363,8 +412,9 @@ def optimized(query, key_cache, value_cache, block_tables, context_lens, scale):
     num_seqs, num_heads, head_dim = query.shape
     kernel = attention_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1])
     grid = (num_heads, num_seqs)  # heads fastest: a group's blocks share pages in L2
-    kernel[grid, NUM_WARPS * WARP](out, q, cache_words(kc), cache_words(vc), tables, lens, float32(scale * LOG2E),
-                                   key_cache.shape[2])
+    lw = load_width(head_dim, key_cache.dtype.itemsize, LOAD_WORDS)
+    kernel[grid, NUM_WARPS * WARP](out, q, kernel_words(kc, lw), kernel_words(vc, lw), tables, lens,
+                                   float32(scale * LOG2E), key_cache.shape[2])
     return launch.result(out, query, key_cache)
 
 
