@@ -60,7 +60,7 @@ from solutions.day81_paged_attention_v2 import KERNELS as DAY81_KERNELS
 from solutions.day81_paged_attention_v2 import paged_attention_reduce_kernel
 from solutions.day73_decode_attention import cache_words
 from solutions.day78_paged_attention_v1 import WARP, head_layout
-from solutions.paged_attention_common import SIG_PAGED, attention_kernel, launch_attention, trip_plan
+from solutions.paged_attention_common import SIG_PAGED, attention_kernel, launch_attention, trip_loader, trip_plan
 
 TITLE = "Tuning PagedAttention"
 MEMORY_SPACE = "global + shared"
@@ -156,19 +156,7 @@ def read_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int = M
     KW = TOK * WL
     LOW = uint64(0xFFFFFFFF)  # two 32-bit halves summed: at most 2^33 a word, no wraparound to model
 
-    @cuda.jit(device=True, inline=True)
-    def load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, gl, row_words):
-        # The attention's load_trip, word for word: a dead row re-reads the page's last live row.
-        for u in range(TOK):
-            row = min(t0 + u * NG + grp, n_tok - 1)
-            off = base + uint64(uint32(row) * row_words)
-            for w in range(WL):
-                if w < FULL or gl < TAIL:
-                    kbuf[u * WL + w] = key_words[off + uint64(G * w)]
-                    vbuf[u * WL + w] = value_words[off + uint64(G * w)]
-                else:
-                    kbuf[u * WL + w] = uint64(0)
-                    vbuf[u * WL + w] = uint64(0)
+    load_trip = trip_loader(TOK, WL, NG, G, FULL, TAIL)  # the attention's loads, 8 bytes each
 
     @cuda.jit(device=True, inline=True)
     def add_trip(total, kbuf, vbuf, t0, n_tok, grp):

@@ -55,35 +55,11 @@ def trip_plan(heads: int, block_size: int, lanes: int, vec: int = 16) -> tuple[i
     return max(1, rows // 2), True
 
 
-@functools.cache
-def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int = 1,
-                     num_warps: int = NUM_WARPS, prefetch=None, load_words: int = 1):
-    """The kernel for one (head_dim, cache dtype, block size, heads per block, warps per block, words
-    per load: 2 where load_width allows it, the word arrays then uint32 views, kernel_words).
-    Numba compiles the closure's Python ints as constants, as on day 78: the per-lane arrays get fixed
-    sizes, every loop over them unrolls, and the word offsets inside a row fold into the loads.
-
-    Launch: grid (num_heads // heads, num_seqs, partitions), num_warps * 32 threads; arguments
-    (part_out (seqs, heads, partitions, head_dim), part_max, part_sum (seqs, heads, partitions),
-    query, key_words, value_words (flat uint64 views of the caches), block_tables, context_lens,
-    scale * log2(e), num_kv_heads, part_pages). Each block writes its partition's normalized output
-    with the partition's running max and exp-sum (base 2): with one partition that is the answer."""
-    elem = np.dtype(cache_dtype).type
-    LW = load_width(head_dim, np.dtype(cache_dtype).itemsize, load_words)  # words per load instruction
-    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize, LW)
-    # Slots of LW words: every lane holds FULL of them, lanes gl < TAIL one more (a ragged row).
-    FULL, TAIL = (ROW_WORDS // LW) // G, (ROW_WORDS // LW) % G
-    TOK, PREFETCH = trip_plan(heads, block_size, G, VEC)
-    PREFETCH = PREFETCH if prefetch is None else prefetch
-    NG = WARP // G  # rows a warp works on side by side, one per thread group
-    TRIP = NG * TOK  # rows per warp trip
-    TRIPS = (block_size + TRIP - 1) // TRIP  # trips per page
-    BS, HG, NW, HEAD_DIM = block_size, heads, num_warps, head_dim
-    KW = TOK * WL  # words of K (and of V) a lane holds per trip
-    # The load buffer as the loads fill it: KW uint64 words, or at LW 2 twice as many uint32 halves
-    # (wide.load4's four values go straight into registers; the element view reads either alike).
-    BUF, KB = (uint64, KW) if LW == 1 else (uint32, 2 * KW)
-    QN, SN, SMN = HG * VEC, HG * TOK, HG * head_dim  # array sizes must be plain constants for Numba
+def trip_loader(TOK: int, WL: int, NG: int, G: int, FULL: int, TAIL: int, LW: int = 1):
+    """The device function that issues one trip's K and V loads for a lane (the attention's, and day
+    89's read-only kernel's, so both read exactly the same words): TOK rows of the trip per thread
+    group, WL words of a row per lane in slots of LW words (1: 8-byte loads into a uint64 buffer; 2:
+    16-byte loads into a uint32 buffer), a ragged row's last slot on lanes gl < TAIL only."""
 
     @cuda.jit(device=True, inline=True)
     def load_trip(kbuf, vbuf, key_words, value_words, base, t0, n_tok, grp, gl, row_words):
@@ -117,6 +93,41 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
                         for j in range(4):
                             kbuf[i + j] = uint32(0)
                             vbuf[i + j] = uint32(0)
+
+    return load_trip
+
+
+@functools.cache
+def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int = 1,
+                     num_warps: int = NUM_WARPS, prefetch=None, load_words: int = 1):
+    """The kernel for one (head_dim, cache dtype, block size, heads per block, warps per block, words
+    per load: 2 where load_width allows it, the word arrays then uint32 views, kernel_words).
+    Numba compiles the closure's Python ints as constants, as on day 78: the per-lane arrays get fixed
+    sizes, every loop over them unrolls, and the word offsets inside a row fold into the loads.
+
+    Launch: grid (num_heads // heads, num_seqs, partitions), num_warps * 32 threads; arguments
+    (part_out (seqs, heads, partitions, head_dim), part_max, part_sum (seqs, heads, partitions),
+    query, key_words, value_words (flat uint64 views of the caches), block_tables, context_lens,
+    scale * log2(e), num_kv_heads, part_pages). Each block writes its partition's normalized output
+    with the partition's running max and exp-sum (base 2): with one partition that is the answer."""
+    elem = np.dtype(cache_dtype).type
+    LW = load_width(head_dim, np.dtype(cache_dtype).itemsize, load_words)  # words per load instruction
+    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize, LW)
+    # Slots of LW words: every lane holds FULL of them, lanes gl < TAIL one more (a ragged row).
+    FULL, TAIL = (ROW_WORDS // LW) // G, (ROW_WORDS // LW) % G
+    TOK, PREFETCH = trip_plan(heads, block_size, G, VEC)
+    PREFETCH = PREFETCH if prefetch is None else prefetch
+    NG = WARP // G  # rows a warp works on side by side, one per thread group
+    TRIP = NG * TOK  # rows per warp trip
+    TRIPS = (block_size + TRIP - 1) // TRIP  # trips per page
+    BS, HG, NW, HEAD_DIM = block_size, heads, num_warps, head_dim
+    KW = TOK * WL  # words of K (and of V) a lane holds per trip
+    # The load buffer as the loads fill it: KW uint64 words, or at LW 2 twice as many uint32 halves
+    # (wide.load4's four values go straight into registers; the element view reads either alike).
+    BUF, KB = (uint64, KW) if LW == 1 else (uint32, 2 * KW)
+    QN, SN, SMN = HG * VEC, HG * TOK, HG * head_dim  # array sizes must be plain constants for Numba
+
+    load_trip = trip_loader(TOK, WL, NG, G, FULL, TAIL, LW)
 
     @cuda.jit(device=True, inline=True)
     def attend(q, acc, m, l, s, k, v, t0, n_tok, grp):
