@@ -68,13 +68,17 @@ class Grader:
         seed = seed_for(self.info.slug, n, *parts)
         return self.solution.make_inputs(n, seed=seed), seed
 
-    def run_and_compare(self, version: str, n, *, rtol=None, parts=()) -> None:
+    def run_and_compare(self, version: str, n, *, rtol=None, floor=None, parts=()) -> None:
+        """``version`` at size ``n`` against the reference, at the day's RTOL and ERROR_FLOOR unless
+        ``rtol`` / ``floor`` say otherwise (course.checking.compare: floor is a share of the output's
+        scale below which an element's error is measured against that share, not its own size)."""
         self.require_implemented(version)
         inputs, seed = self.inputs(n, version, *parts)
         expected = self.solution.reference(*inputs)
         got = getattr(self.target, version)(*inputs)
         rtol = rtol if rtol is not None else getattr(self.solution, "RTOL", None)
-        report = checking.compare(got, expected, rtol=rtol, floor=getattr(self.solution, "ERROR_FLOOR", None),
+        floor = floor if floor is not None else getattr(self.solution, "ERROR_FLOOR", None)
+        report = checking.compare(got, expected, rtol=rtol, floor=floor,
                                   name=f"{version}(n={n})", min_scale=getattr(self.solution, "MIN_SCALE", 0.0))
         if not report.ok:
             raise checking.MismatchError(f"{report.text}\n  (inputs: make_inputs({n!r}, seed={seed}))")
@@ -100,13 +104,13 @@ class Grader:
 
     # --- whole tests -------------------------------------------------------------------------------
 
-    def matches_reference(self, sizes=None, *, rtol=None, versions=None):
+    def matches_reference(self, sizes=None, *, rtol=None, floor=None, versions=None):
         sizes = tuple(sizes if sizes is not None else self.solution.TEST_SIZES)
 
         @pytest.mark.parametrize("n", sizes, ids=[str(s) for s in sizes])
         @pytest.mark.parametrize("version", versions or self.versions)
         def test(version, n):
-            self.run_and_compare(version, n, rtol=rtol)
+            self.run_and_compare(version, n, rtol=rtol, floor=floor)
 
         return test
 
