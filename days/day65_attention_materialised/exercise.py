@@ -103,9 +103,14 @@ BENCH_SIZES = ((8, 32, 32, 512, 512, 64, False), (8, 32, 32, 512, 512, 64, True)
                (8, 32, 32, 4096, 4096, 128, False), (8, 32, 32, 4096, 4096, 128, True))
 LARGE_SIZES = ((1, 2, 2, 20, 20, 64, True, "large"), (1, 4, 1, 5, 33, 32, False, "large"))
 # A logit near 1e3 computed in float32 (dim products of size ~1e4 / dim summed, then scaled) is off
-# by ~1e-3 in absolute terms: exp(s - m) turns that into a relative error of ~1e-3 on each weight,
-# whatever the kernel (the float64 reference sees exact logits). 2.4e-3 is the worst seen in 8 seeds.
-LARGE_RTOL = 1e-2
+# by ~1e-3 in absolute terms, whatever the kernel (the float64 reference sees exact logits). An output
+# sum_j w_j v_j then moves by about sum_j w_j dlogit_j (v_j - out): an absolute error at the scale of
+# v, not of the element, large wherever two keys nearly tie and the element happens to be small (a
+# seed gave -0.01408 for -0.01323, 2.6e-4 of the output's scale). So every element is held to the
+# output's scale (LARGE_FLOOR = 1: course.checking's floor as a share of it), at 5e-3 of it: the worst
+# seen in 30 seeds is 2.8e-4, and a kernel that mis-scales its running sums is off by a tenth or more.
+LARGE_RTOL = 5e-3
+LARGE_FLOOR = 1.0
 BOUND = "compute"
 RTOL = ac.RTOL["float32"]
 ERROR_FLOOR = ac.ERROR_FLOOR

@@ -66,7 +66,7 @@ from course import DEVICE, cuda, launch, wide
 from numba import float32  # numba names only after the course import
 from solutions import attention_common as ac
 from solutions.day25_reduction_last_warp import FULL_MASK
-from solutions.day65_attention_materialised import LARGE_RTOL, check_inputs, make_inputs  # noqa: F401
+from solutions.day65_attention_materialised import LARGE_FLOOR, LARGE_RTOL, check_inputs, make_inputs  # noqa: F401
 from solutions.day65_attention_materialised import naive as materialised  # noqa: F401  (v1: day 65's naive, given)
 
 TITLE = "Attention II: FlashAttention forward (FP32)"
@@ -74,7 +74,7 @@ MEMORY_SPACE = "shared + register"
 VERSIONS = ("materialised", "flash")
 # The hard inputs (attention_common): seq 1; seq_q < seq_k and seq_q > seq_k causal (rows that see no
 # key, a row that sees one); GQA 4/2, MQA 4/1; lengths off the 32-key and 32-row tiles (several key
-# tiles: the rescale matters); one dim-128 case. Scores near +-1e4: LARGE_SIZES, at LARGE_RTOL.
+# tiles: the rescale matters); one dim-128 case. Scores near +-1e4: LARGE_SIZES, at LARGE_RTOL of the scale.
 TEST_SIZES = ((1, 1, 1, 1, 1, 32, False), (1, 1, 1, 1, 1, 32, True), (1, 4, 2, 5, 37, 32, True),
               (1, 2, 1, 37, 5, 32, True), (1, 2, 2, 20, 20, 64, True), (1, 4, 1, 9, 37, 32, False),
               (1, 1, 1, 9, 33, 128, True))
