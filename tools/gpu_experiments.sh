@@ -5,7 +5,7 @@
 #   its own minutes and the log still says how far it got):
 #     paged_bound   day 89's "What bounds it" table (tools/paged_bound.py)
 #     streams       day 50's stage times at 2^26 floats, 128 FMAs an element, 16 / 32 / 64 chunks
-#     engine        day 90's `make run` time split, then the same workload through the NCCL path (--gpus 1)
+#     engine        day 90's `make run` time split, a decode-heavy workload's, then the NCCL path (--gpus 1)
 #     hf            day 90 against transformers' generate() (tools/engine_vs_transformers.py), fp16 and fp32
 #     sweeps        the knobs the lessons name as not yet swept (tools/sweep.py; rows in sweeps/*.json)
 # LIMIT_S=n caps each experiment (default 150 s). OUTDIR.tgz, rewritten after every experiment, holds
@@ -45,6 +45,8 @@ json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), 
 " ;;
     engine)
       step engine "$limit" $py -m course run
+      # decode-heavy: short prompts, long outputs (steps, not prefill, dominate: what paging multiplies)
+      step engine_decode "$limit" $py -m course run --max-prompt 128 --max-output 768
       if $py -c "from cupy.cuda import nccl; print('NCCL', nccl.get_version())"; then
         step engine_nccl "$limit" $py -m course run --gpus 1
       else
