@@ -46,11 +46,6 @@ import numpy as np
 from course import ON_GPU, checking
 from solutions import day90_serving_engine as day90
 
-# Time each all-reduce (TPEngine.reduce_seconds) by synchronising the device around it, as day 90 does
-# around attention. False drops the two synchronisations: the host then queues the next layer's launches
-# while the all-reduce runs, and only the step's total time is measured.
-TIME_ALL_REDUCE = True
-
 # --- the split ------------------------------------------------------------------------------------
 
 
@@ -252,9 +247,8 @@ class TPEngine(day90.Engine):
     Rank 0 takes the requests (add_request), schedules every step with its BlockManager and broadcasts
     the step's rows; every rank runs the layers on its heads and sums the two row-split projections
     with ``comm.all_reduce``. Rank 0 samples (day 90's step); every rank records its own picks in
-    ``picks`` (one array a step) so a launcher can check the ranks agree. ``reduce_seconds``: time in
-    the all-reduces (device synchronised around each, as day 90 does around attention; 0 with
-    TIME_ALL_REDUCE = False)."""
+    ``picks`` (one array a step) so a launcher can check the ranks agree. ``reduce_seconds``: device time
+    in the all-reduces (day 90's SpanTimer, as for attention: events on the stream, no synchronisation)."""
 
     def __init__(self, shard: day90.Model, block_size: int, num_blocks: int, comm: Comm, *,
                  contiguous: bool = False, attention=None, dtype: str = "float32", profile: bool = False):
@@ -263,6 +257,7 @@ class TPEngine(day90.Engine):
         self.comm = comm
         self.picks: list[np.ndarray] = []
         self.reduce_seconds = 0.0
+        self.reduce_time = day90.SpanTimer()
 
     def add_request(self, rid: int, prompt, max_new: int) -> None:
         if self.comm.rank != 0:
@@ -278,15 +273,8 @@ class TPEngine(day90.Engine):
     def reduce(self, partial):
         """Day 90's hook after each row-split projection (wo, wdown): this rank's partial sum of the
         full output, summed over the ranks."""
-        with self.phase("all-reduce"):
-            if not TIME_ALL_REDUCE:
-                return self.comm.all_reduce(partial)
-            day90._sync()
-            t0 = time.perf_counter()
-            total = self.comm.all_reduce(partial)
-            day90._sync()
-            self.reduce_seconds += time.perf_counter() - t0
-            return total
+        with self.phase("all-reduce"), self.reduce_time.span():
+            return self.comm.all_reduce(partial)
 
     def forward_rows(self, rows):
         """Day 90's layers over the step's rows on this rank's heads (its forward_rows, which calls
@@ -294,6 +282,9 @@ class TPEngine(day90.Engine):
         logits = super().forward_rows(rows)
         # x is the same on every rank after the sums, so are the logits of the replicated lm_head
         self.picks.append(checking.to_host(day90._xp().argmax(logits, axis=1)).astype(np.int32))
+        self.reduce_seconds += self.reduce_time.collect()  # the copy above waited for the step's kernels
+        if self.comm.rank != 0:  # rank 0's day-90 step collects its own
+            self.stats.attention_seconds += self.attention_time.collect()
         return logits
 
     def run(self) -> dict[int, list[int]]:
@@ -478,8 +469,7 @@ def report_against_single(tp_tokens, run: TPRun, single_tokens, single, tie: flo
     same, ties, bad = day90.compare_tokens(tp_tokens, single_tokens, margins, tie, notes)
     reduce_s = max(run.reduce_seconds)
     timed = (f"all-reduce {reduce_s:.3f} s of {run.stats.seconds:.3f} s on the rank that waited longest "
-             f"({100 * reduce_s / run.stats.seconds:.0f} %)" if TIME_ALL_REDUCE else
-             f"{run.stats.seconds:.3f} s (all-reduce not timed: TIME_ALL_REDUCE = False)")
+             f"({100 * reduce_s / run.stats.seconds:.0f} %)")
     print(f"tensor parallel over {run.ranks} GPU(s): {run.stats.steps} steps, {timed}; the one-GPU paged engine "
           f"took {single.stats.seconds:.3f} s")
     ok = run.disagree is None and not bad
