@@ -640,12 +640,21 @@ def optimized(query, key_cache, value_cache, block_tables, query_start, context_
     there already (its scheduler wrote them); device arrays are read back (a few hundred bytes)."""
     check_inputs(query, key_cache, value_cache, block_tables, query_start, context_lens, scale)
     tiles = tile_list(query_start, context_lens)
-    args = launch.to_device(query, key_cache, value_cache, block_tables, query_start, context_lens, tiles)
+    out = launch_prefill(query, key_cache, value_cache, *launch.to_device(block_tables, query_start, context_lens,
+                                                                          tiles), scale)
+    return launch.result(out, query, key_cache)
+
+
+def launch_prefill(query, key_cache, value_cache, block_tables, query_start, context_lens, tiles, scale):
+    """The tiled kernel on checked inputs and their tile_list; returns the output (a device array). A serving
+    engine that runs every layer over the same step uploads the tables, lengths and tiles once (day 90)."""
+    q, kc, vc = launch.to_device(query, key_cache, value_cache)
     out = launch.empty(query.shape, np.float32)
     kernel = prefill_kernel(query.shape[2])
-    grid = (query.shape[1], len(tiles))  # heads fastest: a GQA group's heads read the same rows together
-    kernel[grid, NUM_WARPS * WARP](out, *args, float32(scale * LOG2E))
-    return launch.result(out, query, key_cache)
+    grid = (query.shape[1], tiles.shape[0])  # heads fastest: a GQA group's heads read the same rows together
+    kernel[grid, NUM_WARPS * WARP](out, q, kc, vc, block_tables, query_start, context_lens, tiles,
+                                   float32(scale * LOG2E))
+    return out
 
 
 # --- the library row: PyTorch's fused attention on a dense copy, one call per chunk length -------------

@@ -4,9 +4,11 @@ The unit's parts meet here. A tiny transformer (seeded random weights; RMSNorm, 
 attention with rotary positions, a SwiGLU MLP) decodes requests greedily. Each step, every scheduled
 sequence's new tokens (a whole prompt on admission, one token when decoding) go through the model
 together: per layer one launch of this day's fused kernel rotates q and k and writes k and v into
-their cache slots (day 77's scatter), and one launch of day 78's PagedAttention reads the cache back,
-each token a query row with its own block table and context length. Day 76's BlockManager hands out
-the pages. The same architecture is a Llama's (Qwen2's with q/k/v biases): `make run ARGS="--model DIR"`
+their cache slots (day 77's scatter), and attention reads the cache back: on a GPU the step's decodes
+through day 89's tuned PagedAttention launch and its prompts through day 87's chunked-prefill kernel
+(attention_mixed); in the simulator every new token as a query row of day 78's one-thread-a-head
+kernel, with its own block table and context length (attention_per_row). Day 76's BlockManager hands
+out the pages. The same architecture is a Llama's (Qwen2's with q/k/v biases): `make run ARGS="--model DIR"`
 serves a Hugging Face checkpoint through this engine (solutions/llama_checkpoint.py maps its weights).
 
 v1 naive      a contiguous cache: each admitted request reserves max_len slots up front (one page of
@@ -43,6 +45,8 @@ import numpy as np
 from course import DEVICE, ON_GPU, checking, cuda, launch
 from numba import float32
 from solutions import day78_paged_attention_v1 as pa
+from solutions import day87_chunked_prefill as chunked
+from solutions import day89_tuning_paged_attention as tuned
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 
 TITLE = "Capstone: the serving engine"
@@ -468,6 +472,79 @@ def rope_and_cache(qkv, positions, slot_mapping, cos_sin, key_cache, value_cache
 # --- the engine -----------------------------------------------------------------------------------
 
 
+class StepRows(NamedTuple):
+    """What one step feeds through the model (Engine._batch): a row per new token, sequence by sequence."""
+
+    tokens: np.ndarray  # (rows,) int32: each new token's id
+    positions: np.ndarray  # (rows,) int32: its position in its sequence
+    slots: np.ndarray  # (rows,) int32: the cache slot its K/V go to
+    tables: np.ndarray  # (seqs, max pages) int32: each sequence's block table, -1 past its pages
+    query_start: np.ndarray  # (seqs + 1,) int32: sequence s's rows are query_start[s] .. query_start[s + 1] - 1
+    context_lens: np.ndarray  # (seqs,) int32: the tokens each sequence attends over, its new ones included
+    last: list  # the row of each sequence's last new token (where its logits are taken)
+
+    def row_tables(self):
+        """(rows, max pages): every row of a sequence with its sequence's table (day 78's layout: a row is
+        a query with its own table and context length, positions + 1)."""
+        return np.repeat(self.tables, np.diff(self.query_start), axis=0), self.positions + 1
+
+
+def attention_per_row(kernel=None):
+    """An Engine attention (a function of a step's rows returning the step's attend(q, key_cache,
+    value_cache, scale), called once a layer): every new token a query row of a day-78-style ``kernel``
+    (query, key_cache, value_cache, block_tables, context_lens, scale) with its sequence's table and a
+    context of position + 1. A prompt of n tokens is n rows each reading its own prefix: n (n + 1) / 2
+    row reads where one pass over the prompt's K/V would do. By default day 78's naive kernel, one
+    thread a head: the simulator pays per thread."""
+    kernel = kernel or pa.naive
+
+    def step(rows: StepRows):
+        tables, lens = rows.row_tables()
+        if ON_GPU:  # once a step, not once a layer: every layer reads the same tables and lengths
+            tables, lens = launch.to_device(tables, lens)
+        return lambda q, key_cache, value_cache, scale: kernel(q, key_cache, value_cache, tables, lens, scale)
+
+    return step
+
+
+def attention_mixed(rows: StepRows):
+    """The Engine's attention on a GPU. Decodes go through day 89's tuned PagedAttention launch (a block
+    per KV head's group of query heads, long contexts split into partitions), prompts through day 87's
+    chunked-prefill kernel (16 new tokens of a sequence a block, each K/V row staged once for all 16).
+    The step's decoding sequences come first (Engine.schedule appends what it admits): the leading
+    sequences with one new token take the decode kernel, the rest the prefill kernel, and their outputs
+    stand in row order. A head size day 87 does not take (past 128, or not a multiple of 32) sends
+    the prompts through day 89 a row at a time. Tables, lengths and the prefill tile list are uploaded
+    once a step; each layer launches one or two kernels on them (plus day 89's reduce where it splits)."""
+    q_lens = np.diff(rows.query_start)
+    n_dec = len(q_lens) if (q_lens == 1).all() else int(np.argmax(q_lens > 1))  # leading one-token sequences
+    if n_dec == len(q_lens):  # decodes only (or one-token prompts): one table and one length a row already
+        d_tables, d_lens = launch.to_device(rows.tables, rows.context_lens)
+        return lambda q, key_cache, value_cache, scale: tuned.optimized(q, key_cache, value_cache, d_tables,
+                                                                        d_lens, scale)
+    dec_tables, dec_lens = launch.to_device(rows.tables[:n_dec], rows.context_lens[:n_dec]) if n_dec else (None, None)
+    split = int(rows.query_start[n_dec])  # the first prompt row
+    query_start = np.ascontiguousarray(rows.query_start[n_dec:] - split)
+    ctx = rows.context_lens[n_dec:]
+    pre = launch.to_device(rows.tables[n_dec:], query_start, ctx, chunked.tile_list(query_start, ctx))
+    row_tables = None
+
+    def attend(q, key_cache, value_cache, scale):
+        nonlocal row_tables
+        head_dim = q.shape[2]
+        if head_dim % chunked.WARP or head_dim > chunked.MAX_HEAD_DIM:  # day 87's kernels do not take it
+            if row_tables is None:
+                row_tables = launch.to_device(*rows.row_tables())
+            return tuned.optimized(q, key_cache, value_cache, *row_tables, scale)
+        out = _xp().empty(q.shape, dtype=np.float32)
+        if n_dec:
+            out[:n_dec] = _to_xp(tuned.optimized(q[:n_dec], key_cache, value_cache, dec_tables, dec_lens, scale))
+        out[split:] = _to_xp(chunked.launch_prefill(q[split:], key_cache, value_cache, *pre, scale))
+        return out
+
+    return attend
+
+
 @dataclass
 class Sequence:
     rid: int
@@ -576,10 +653,11 @@ class Engine:
     """Continuous batching over a KV cache of ``num_blocks`` pages of ``block_size`` tokens per layer.
 
     ``contiguous=True`` is v1: the same budget carved into max_len-token slots, one per sequence
-    (a page of max_len tokens). ``attention``: a day-78 style function f(query, key_cache,
-    value_cache, block_tables, context_lens, scale); by default day 78's optimized kernel on a GPU,
-    its one-thread-per-head kernel in the simulator (which pays per thread, and the optimized kernel
-    has 64 of them per head).
+    (a page of max_len tokens). ``attention``: a function of a step's rows (StepRows) that returns the
+    step's attend(q, key_cache, value_cache, scale), called once a layer: by default attention_mixed on
+    a GPU (day 89 for the decodes, day 87 for the prompts) and attention_per_row() in the simulator
+    (day 78's one-thread-a-head kernel: the simulator pays per thread, and the tuned kernels have 64
+    or more of them per head).
 
     ``dtype="float16"``: the matrices are held in fp16 on the device (rounded once, here), the activations
     between matmuls are fp16 (each matmul reads fp16 operands and accumulates in fp32: cuBLAS does on a
@@ -607,7 +685,7 @@ class Engine:
                 raise ValueError(f"a budget of {budget} token slots holds no max_len ({c.max_len}) reservation")
         self.block_size, self.num_blocks = block_size, num_blocks
         self.blocks = BlockManager(num_blocks, block_size)
-        self.attention = attention or (pa.optimized if ON_GPU else pa.naive)
+        self.attention = attention or (attention_mixed if ON_GPU else attention_per_row())
         xp = _xp()
         self.W = {k: xp.asarray(v) for k, v in model.astype(dtype).weights.items()}
         # The host has no fp16 BLAS: keep float32 copies of the fp16 values (exact) for float32 GEMMs.
@@ -677,8 +755,9 @@ class Engine:
 
     # --- one step of the model over every scheduled token ------------------------------------------
 
-    def _batch(self, seqs):
-        """Per token row: id, position, slot, its sequence's block table, context length (pos + 1).
+    def _batch(self, seqs) -> StepRows:
+        """The step's rows (StepRows): per new token its id, position and slot; per sequence its block
+        table, where its rows start and the context it attends over (its new tokens included).
 
         Filled a sequence at a time with NumPy slices: a prefill step carries a row per prompt token
         (tens of thousands), and a Python loop per row would cost more than the step's kernels."""
@@ -686,17 +765,21 @@ class Engine:
         tables = [self.blocks.block_table(seq.rid) for seq in seqs]
         rows = sum(counts)
         tokens, positions, slots = (np.empty(rows, dtype=np.int32) for _ in range(3))
-        block_tables = np.full((rows, max(len(t) for t in tables)), -1, dtype=np.int32)  # -1: unused
+        block_tables = np.full((len(seqs), max(len(t) for t in tables)), -1, dtype=np.int32)  # -1: unused
+        query_start = np.zeros(len(seqs) + 1, dtype=np.int32)
+        context_lens = np.empty(len(seqs), dtype=np.int32)
         last, r = [], 0
-        for seq, n, table in zip(seqs, counts, tables):
+        for i, (seq, n, table) in enumerate(zip(seqs, counts, tables)):
             start = len(seq.tokens) - n
             tokens[r:r + n] = seq.tokens[start:]
             positions[r:r + n] = np.arange(start, start + n)
             slots[r:r + n] = self.blocks.slot_mapping(seq.rid, start, len(seq.tokens))
-            block_tables[r:r + n, :len(table)] = table  # every row of a sequence reads the same pages
+            block_tables[i, :len(table)] = table
+            context_lens[i] = len(seq.tokens)  # the new tokens attend to themselves too
             r += n
+            query_start[i + 1] = r
             last.append(r - 1)
-        return tokens, positions, slots, block_tables, positions + 1, last
+        return StepRows(tokens, positions, slots, block_tables, query_start, context_lens, last)
 
     def _mm(self, a, name, out=None):
         """a @ W[name]: in float32, or fp16 operands with fp32 accumulation and an fp16 result (``out``
@@ -739,11 +822,10 @@ class Engine:
     def forward_rows(self, rows):
         """The model over a step's rows (``_batch``'s tuple): logits at each sequence's last new token."""
         c, W, xp = self.cfg, self.W, _xp()
-        tokens, positions, slots, block_tables, lens, last = rows
+        tokens, positions, slots, last = rows.tokens, rows.positions, rows.slots, rows.last
         with self.phase("batch + uploads"):
             d_pos, d_slots = launch.to_device(positions, slots) if ON_GPU else (positions, slots)
-            if ON_GPU:  # once a step, not once a layer: every layer reads the same tables and lengths
-                block_tables, lens = launch.to_device(block_tables, lens)
+            attend = self.attention(rows)  # the step's tables and lengths, uploaded once for every layer
         with self.phase("matmuls + norms"):
             x = W["embed"][xp.asarray(tokens)].astype(np.float32, copy=False)  # (rows, d_model): the residual
         scale = 1.0 / math.sqrt(c.head_dim)
@@ -756,7 +838,7 @@ class Engine:
                 q = rope_and_cache(qkv, d_pos, d_slots, self.cos_sin, self.key_cache[i], self.value_cache[i],
                                    c.num_heads)
             with self.phase("attention"), self.attention_time.span():
-                o = self.attention(q, self.key_cache[i], self.value_cache[i], block_tables, lens, scale)
+                o = attend(q, self.key_cache[i], self.value_cache[i], scale)
             with self.phase("matmuls + norms"):
                 part = self._mm(_to_xp(o).reshape(len(tokens), -1), f"wo.{i}")
             x = x + self.reduce(part)  # fp16 + float32 -> float32

@@ -307,3 +307,30 @@ def test_small_model_on_gpu(version):
     same, ties, bad = sol.compare_tokens(got, expected, margins)
     assert not bad, f"seed {seed}: " + "; ".join(bad)
     assert same >= 30, f"seed {seed}: only {same} of 32 requests identical ({ties} near-ties)"
+
+
+def test_gpu_attention_mixes_decodes_and_prompts_in_one_step():
+    """The attention the engine runs on a GPU (attention_mixed: the step's decodes through day 89's tuned
+    launch, its prompts through day 87's chunked-prefill kernel), here in the simulator on a smaller
+    preemption workload, whose preempted sequences come back as prompts beside the decodes: the tokens equal
+    the reference, and some step carried both kinds at once."""
+    g.require_implemented("optimized")
+    seed = g.inputs(1, "mixed")[1]
+    # 5 pages of 2: at the second step the third sequence is preempted (each needs a second page), the
+    # second finishes there, and the third comes back at the next step as a prompt beside the first's decode
+    model, prompts, prompt_lens, output_lens = sol.make_requests([2] * 3, [6, 2, 6], seed=seed)
+    xs = (model, prompts, prompt_lens, output_lens, 2, 5)
+    kinds = []
+
+    def spy(rows):
+        q_lens = np.diff(rows.query_start)
+        kinds.append((int((q_lens == 1).sum()), int((q_lens > 1).sum())))
+        return g.target.attention_mixed(rows)
+
+    eng = g.target.Engine(model, 2, 5, attention=spy)
+    for r, (p, n) in enumerate(zip(prompt_lens, output_lens)):
+        eng.add_request(r, prompts[r, :p], int(n))
+    eng.run()
+    assert eng.stats.preemptions > 0
+    assert any(d and p for d, p in kinds), f"no step held decodes and prompts together: {kinds} (seed {seed})"
+    np.testing.assert_array_equal(_outputs(eng, 6), sol.reference(*xs), err_msg=f"seed {seed}")

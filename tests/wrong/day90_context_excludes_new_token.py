@@ -10,7 +10,11 @@ grades the solution with these edits applied (course.days.load_target).
 SOLUTION = "day90_serving_engine"
 EDITS = [  # (text in the solution, what the mistake puts there)
     (
-        '        return tokens, positions, slots, block_tables, positions + 1, last\n',
-        '        return tokens, positions, slots, block_tables, positions, last\n',
+        '        return np.repeat(self.tables, np.diff(self.query_start), axis=0), self.positions + 1\n',
+        '        return np.repeat(self.tables, np.diff(self.query_start), axis=0), self.positions\n',
+    ),
+    (
+        '            context_lens[i] = len(seq.tokens)  # the new tokens attend to themselves too\n',
+        '            context_lens[i] = len(seq.tokens) - 1\n',
     ),
 ]
