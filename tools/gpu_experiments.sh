@@ -48,6 +48,7 @@ json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), 
       # decode-heavy: short prompts, long outputs (replayed without the model: 512 paged steps against
       # 1,395 contiguous, the same 77,078 rows; 11 % of them prompt tokens, against 69 % by default)
       step engine_decode "$limit" $py -m course run --max-prompt 64 --max-output 512
+      step engine_fp16 "$limit" $py -m course run --dtype float16  # fp16 weights, activations and cache
       if $py -c "from cupy.cuda import nccl; print('NCCL', nccl.get_version())"; then
         step engine_nccl "$limit" $py -m course run --gpus 1
       else
