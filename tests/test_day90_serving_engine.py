@@ -334,3 +334,17 @@ def test_gpu_attention_mixes_decodes_and_prompts_in_one_step():
     assert eng.stats.preemptions > 0
     assert any(d and p for d, p in kinds), f"no step held decodes and prompts together: {kinds} (seed {seed})"
     np.testing.assert_array_equal(_outputs(eng, 6), sol.reference(*xs), err_msg=f"seed {seed}")
+
+
+def test_greedy_picks_match_a_sort():
+    """A step's picks and top-2 gaps (greedy_picks: argmax, then the max with it masked) equal a sort's:
+    the first index on a tie at the top, with a gap of 0."""
+    g.require_implemented("optimized")
+    rng = np.random.default_rng(g.inputs(1, "picks")[1])
+    logits = rng.standard_normal((7, 33)).astype(np.float32)
+    logits[2, [4, 9]] = logits[2].max() + 1  # a tie at the top
+    picks, gaps = g.target.greedy_picks(logits)
+    top2 = np.sort(logits, axis=1)[:, -2:]
+    np.testing.assert_array_equal(picks, logits.argmax(axis=1))
+    np.testing.assert_array_equal(gaps, (top2[:, 1] - top2[:, 0]).astype(np.float64))
+    assert picks[2] == 4 and gaps[2] == 0
