@@ -296,6 +296,15 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
     return paged_attention_kernel
 
 
+def launched_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int, num_warps: int,
+                    load_words: int | None = None):
+    """(the dispatcher launch_attention runs for these, its words per load): attention_kernel is cached
+    by its exact arguments, so a tool asking the driver about the launched kernel (occupancy, registers)
+    must ask for it this way."""
+    lw = load_width(head_dim, np.dtype(cache_dtype).itemsize, LOAD_WORDS if load_words is None else load_words)
+    return attention_kernel(head_dim, cache_dtype, block_size, heads, num_warps, load_words=lw), lw
+
+
 def launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale, *, heads: int = 1,
                      part_pages: int | None = None, num_warps: int = NUM_WARPS, load_words: int | None = None):
     """Run the kernel (inputs already checked); returns (part_out, part_max, part_sum), the first
@@ -312,9 +321,8 @@ def launch_attention(query, key_cache, value_cache, block_tables, context_lens, 
     part_out = launch.empty((num_seqs, num_heads, parts, head_dim), np.float32)
     part_max = launch.empty((num_seqs, num_heads, parts), np.float32)
     part_sum = launch.empty((num_seqs, num_heads, parts), np.float32)
-    lw = load_width(head_dim, np.dtype(key_cache.dtype).itemsize, LOAD_WORDS if load_words is None else load_words)
-    kernel = attention_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1], heads, num_warps,
-                              load_words=lw)
+    kernel, lw = launched_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1], heads, num_warps,
+                                 load_words)
     grid = (num_heads // heads, num_seqs, parts)  # heads fastest: a group's blocks share pages in L2
     kernel[grid, num_warps * WARP](part_out, part_max, part_sum, q, kernel_words(kc, lw), kernel_words(vc, lw),
                                    tables, lens, float32(scale * LOG2E), key_cache.shape[2], part_pages)

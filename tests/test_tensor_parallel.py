@@ -279,7 +279,7 @@ def test_main_gpus_wiring_with_in_process_ranks(monkeypatch, capsys):
                    "OK   generated tokens: paged == dense-cache decode",
                    "OK   tensor parallel == one-GPU engine for 3/3 requests; every rank picked the same tokens"):
         assert needle in out, f"missing {needle!r} in:\n{out}"
-    rc = sol.main(["--model", "tiny", "--gpus", "4"])  # tiny has 2 KV heads
+    rc = sol.main(["--max-prompt", "4", "--max-output", "3", "--model", "tiny", "--gpus", "4"])  # tiny: 2 KV heads
     assert rc == 2 and "cannot split num_kv_heads = 2" in capsys.readouterr().err
 
 

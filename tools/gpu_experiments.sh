@@ -45,9 +45,9 @@ json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), 
 " ;;
     engine)
       step engine "$limit" $py -m course run
-      # decode-heavy: short prompts, long outputs (replayed without the model: 512 paged steps against
-      # 1,395 contiguous, the same 77,078 rows; 11 % of them prompt tokens, against 69 % by default)
-      step engine_decode "$limit" $py -m course run --max-prompt 64 --max-output 512
+      # prefill-heavy: prompts 1..512, outputs 1..256 (replayed without the model: 326 paged steps against
+      # 699 contiguous, 69 % of the rows prompt tokens, against 11 % in the default decode-heavy mix)
+      step engine_prefill "$limit" $py -m course run --max-prompt 512 --max-output 256
       step engine_fp16 "$limit" $py -m course run --dtype float16  # fp16 weights, activations and cache
       if $py -c "from cupy.cuda import nccl; print('NCCL', nccl.get_version())"; then
         step engine_nccl "$limit" $py -m course run --gpus 1
