@@ -994,7 +994,7 @@ def compare_tokens(got, expected, margins, tie: float = TIE, tie_notes: list | N
 
 def default_args() -> dict:
     if ON_GPU:
-        return dict(requests=256, max_prompt=512, max_output=256, block_size=16, kv_blocks=4096, model="small")
+        return dict(requests=256, max_prompt=64, max_output=512, block_size=16, kv_blocks=4096, model="small")
     return dict(requests=8, max_prompt=10, max_output=10, block_size=4, kv_blocks=16, model="tiny")
 
 
