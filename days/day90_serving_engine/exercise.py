@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import itertools
 import math
 import os
 import sys
@@ -537,6 +538,13 @@ class Sequence:
     def tokens(self) -> list:
         return self.prompt + self.out
 
+    def tail(self, n: int) -> list:
+        """The last n of tokens, without building the whole list."""
+        n_out = len(self.out)
+        if n <= n_out:
+            return self.out[n_out - n:]
+        return self.prompt[len(self.prompt) - (n - n_out):] + self.out
+
 
 @dataclass
 class Stats:
@@ -723,27 +731,36 @@ class Engine:
         """The step's rows (StepRows): per new token its id, position and slot; per sequence its block
         table, where its rows start and the context it attends over (its new tokens included).
 
-        Filled a sequence at a time with NumPy slices: a prefill step carries a row per prompt token
-        (tens of thousands), and a Python loop per row would cost more than the step's kernels."""
-        counts = [seq.new_tokens for seq in seqs]
+        Built with whole-array NumPy, not a loop of small assignments per sequence: a decode step of 256
+        sequences would spend about a millisecond of host time in such a loop (measured on a CPU),
+        and a prefill step carries a row per prompt token. Positions and slots come from the tables
+        as reshape-and-cache reads them (day 77): slot = table[pos // block_size] * block_size +
+        pos % block_size."""
+        n_seqs, bs = len(seqs), self.block_size
+        counts = np.fromiter((seq.new_tokens for seq in seqs), np.int64, n_seqs)
+        lens = np.fromiter((len(seq.prompt) + len(seq.out) for seq in seqs), np.int64, n_seqs)
         tables = [self.blocks.block_table(seq.rid) for seq in seqs]
-        rows = sum(counts)
-        tokens, positions, slots = (np.empty(rows, dtype=np.int32) for _ in range(3))
-        block_tables = np.full((len(seqs), max(len(t) for t in tables)), -1, dtype=np.int32)  # -1: unused
-        query_start = np.zeros(len(seqs) + 1, dtype=np.int32)
-        context_lens = np.empty(len(seqs), dtype=np.int32)
-        last, r = [], 0
-        for i, (seq, n, table) in enumerate(zip(seqs, counts, tables)):
-            start = len(seq.tokens) - n
-            tokens[r:r + n] = seq.tokens[start:]
-            positions[r:r + n] = np.arange(start, start + n)
-            slots[r:r + n] = self.blocks.slot_mapping(seq.rid, start, len(seq.tokens))
-            block_tables[i, :len(table)] = table
-            context_lens[i] = len(seq.tokens)  # the new tokens attend to themselves too
-            r += n
-            query_start[i + 1] = r
-            last.append(r - 1)
-        return StepRows(tokens, positions, slots, block_tables, query_start, context_lens, last)
+        widths = np.fromiter(map(len, tables), np.int64, n_seqs)
+        block_tables = np.full((n_seqs, int(widths.max())), -1, dtype=np.int32)  # -1: unused
+        # Row-major order of the mask is the tables' concatenated order.
+        block_tables[np.arange(block_tables.shape[1])[None, :] < widths[:, None]] = np.fromiter(
+            itertools.chain.from_iterable(tables), np.int32, int(widths.sum()))
+        query_start = np.zeros(n_seqs + 1, dtype=np.int32)
+        np.cumsum(counts, out=query_start[1:])
+        rows = int(query_start[-1])
+        seq_of_row = np.repeat(np.arange(n_seqs), counts)
+        positions = np.arange(rows) - query_start[seq_of_row] + (lens - counts)[seq_of_row]
+        page = positions // bs
+        if (page >= widths[seq_of_row]).any():  # the scheduler reserved fewer slots than the step feeds
+            raise RuntimeError("a step's token has no page in its sequence's block table")
+        slots = block_tables[seq_of_row, page] * bs + positions % bs
+        if rows == n_seqs:  # a decode step: each sequence's newest token
+            tokens = np.fromiter((seq.out[-1] if seq.out else seq.prompt[-1] for seq in seqs), np.int32, rows)
+        else:
+            tokens = np.fromiter(itertools.chain.from_iterable(seq.tail(n) for seq, n in zip(seqs, counts)),
+                                 np.int32, rows)
+        return StepRows(tokens, positions.astype(np.int32), slots.astype(np.int32), block_tables, query_start,
+                        lens.astype(np.int32), (query_start[1:] - 1).tolist())
 
     def _mm(self, a, name, out=None):
         """a @ W[name]: in float32, or fp16 operands with fp32 accumulation and an fp16 result (``out``
@@ -830,15 +847,18 @@ class Engine:
         used = self.num_blocks - self.blocks.num_free_blocks
         if used > s.peak_blocks:
             s.peak_blocks, s.peak_blocks_running = used, len(seqs)
-        for seq, tok, gap in zip(seqs, picks, gaps):
-            seq.cached = len(seq.tokens)
-            seq.out.append(int(tok))
-            s.margins.setdefault(seq.rid, []).append(float(gap))
-            s.generated += 1
+        done = False
+        for seq, tok, gap in zip(seqs, picks.tolist(), gaps.tolist()):
+            seq.cached = len(seq.prompt) + len(seq.out)  # every token fed so far is in the cache now
+            seq.out.append(tok)
+            s.margins.setdefault(seq.rid, []).append(gap)
             if len(seq.out) == seq.max_new:
                 self.blocks.free(seq.rid)
-                self.running.remove(seq)
                 self.finished[seq.rid] = seq
+                done = True
+        s.generated += len(seqs)
+        if done:  # one pass over the running list, not a remove() per finished sequence
+            self.running = [seq for seq in self.running if seq.rid not in self.finished]
 
     def run(self) -> dict[int, list[int]]:
         """Serve every request to completion; returns rid -> generated tokens."""
