@@ -18,10 +18,11 @@ v2 column     the bank lives in constant memory (day 07) and each thread copies 
               loads a thread into registers, computes the current tile while they fly, then stages
               them (two barriers a step), so every block always has a span in flight.
 v3 optimized  v2 with COLS = 2 neighbouring outputs a thread along x: the window is 5 x (COLS + 4)
-              registers, so a new row is 6 shared loads for 2 x 25 FMAs, and a (128, 64) tile's
-              set-up, barriers and guards are shared by 32 outputs a thread instead of 16. ~44 SASS
-              instructions an output on the interior path instead of ~57 (the same count for v2),
-              ~160 registers: one block of 256 threads an SM.
+              registers, so a new row is 6 shared loads for 2 x 25 FMAs. WIDE_ROWS = 8 rows a
+              thread: a (64, 64) tile, 16 outputs a thread as in v2, ~126 registers, one block of 256
+              threads an SM. With 16 rows (a (128, 64) tile, ~160 registers) a tile's set-up, barriers
+              and guards are shared by 32 outputs a thread: ~44 SASS instructions an output on the
+              interior path instead of ~57 (the same count for v2), but it measured slower (below).
 
 Napkin math: 8 bytes through DRAM per pixel (one read, one write) and 50 FLOPs: 6.25 FLOP/byte,
 under the H200's ~16 FLOP/byte ridge, so the floor is the copy rate: an (8192, 8192) image moves
@@ -36,8 +37,10 @@ SM's issue slots (132 SMs x 4 schedulers x 1.98 GHz), at 85 % of it ~92 %. Measu
 block per tile 189.4 us (68 %); the pipelined grid (2 blocks per SM, ~120 registers a thread) 185.5 us
 (68 %): keeping a span in flight changed nothing, so bytes in flight were not the bound; the
 instruction count is (68 % of the copy rate is ~54 % of the issue slots, with a barrier every tile).
-v3's ~44 an output need ~69 % of the issue slots at the copy rate; at the ~62 % of peak issue v2
-sustains (~57 an output in 185.5 us), ~143 us (a prediction, to be measured).
+v3's ~44 an output (16 rows) need ~69 % of the issue slots at the copy rate; at the ~62 % of peak issue
+v2 sustains (~57 an output in 185.5 us), ~143 us was the prediction. Measured on an H200: 16 rows
+183.9 us (69 %, `make bench DAY=9`); swept in another run, 8 rows 175.0 us (72.5 %), COLS = 4 with 8
+rows 216.6 us.
 """
 
 import numpy as np
@@ -69,13 +72,13 @@ EDGE_PASSES = -(-SPAN_H * 2 * MASK_RADIUS // THREADS)  # 3 passes stage its last
 STAGE_LOADS = ROW_PASSES + EDGE_PASSES  # a thread's loads per span: 20
 BLOCKS_PER_SM = 2  # the pipelined grids: blocks per SM that walk the tiles (~120 registers a thread: 2 fit)
 COLS = 2  # optimized: neighbouring outputs a thread along x; a window row of COLS + 4 pixels feeds all
-WIDE_ROWS = 16  # optimized: rows a thread slides its window down
-WIDE_BLOCKS_PER_SM = 1  # optimized: its grid, and the blocks ptxas must fit on an SM (~143 registers: 1)
+WIDE_ROWS = 8  # optimized: rows a thread slides its window down
+WIDE_BLOCKS_PER_SM = 1  # optimized: its grid and the blocks ptxas must fit an SM (~126 registers: 2 fit; 1 timed)
 _WIDE_BOUNDS = {} if DEVICE.kind == "sim" else {"launch_bounds": (THREADS, WIDE_BLOCKS_PER_SM)}
-WIDE_W = BLOCK[0] * COLS  # (128, 64) outputs per block with COLS = 2
+WIDE_W = BLOCK[0] * COLS  # (64, 64) outputs per block with COLS = 2, WIDE_ROWS = 8
 WIDE_H = BLOCK[1] * WIDE_ROWS
 WIN_W = COLS + 2 * MASK_RADIUS  # a window row: the taps of COLS outputs overlap in all but COLS - 1 + 1 pixels
-WSPAN_W = WIDE_W + 2 * MASK_RADIUS  # (132, 68) inputs staged
+WSPAN_W = WIDE_W + 2 * MASK_RADIUS  # (68, 68) inputs staged
 WSPAN_H = WIDE_H + 2 * MASK_RADIUS
 WSPAN_SLOTS = WSPAN_H * WSPAN_W
 WROW_PASSES = -(-WSPAN_H // BLOCK[1])  # row passes over the span's first WIDE_W columns, COLS loads each
@@ -284,7 +287,7 @@ def conv2d_tiled_kernel(img, which, out):
 @cuda.jit(**_WIDE_BOUNDS)
 def conv2d_wide_kernel(img, which, out):
     """conv2d_tiled_kernel with COLS neighbouring outputs a thread along x: block b walks the (WIDE_H,
-    WIDE_W) = (128, 64) output tiles b, b + gridDim, ...; thread (tx, ty) owns columns COLS tx ..
+    WIDE_W) = (64, 64) output tiles b, b + gridDim, ...; thread (tx, ty) owns columns COLS tx ..
     COLS tx + COLS - 1 of tile rows WIDE_ROWS ty .. WIDE_ROWS ty + WIDE_ROWS - 1.
 
     1. Taps into registers m[5, 5] from the constant bank, as in conv2d_tiled_kernel.

@@ -15,12 +15,12 @@ v2 zmarch     each (32, 16) block marches along z through Z_CHUNK planes. Every 
               Every x-y bounds test is decided once before the march; the grids are passed as flat
               arrays so each load is a running unsigned offset that grows by one plane a step; only
               the chunk's last planes test z. ~40 SASS instructions an output instead of ~127.
-v3 optimized  the same march with ROWS = 2 adjacent outputs a thread along y: a (32, 16) block owns
-              32 x 32 outputs on a (34, 34) plane. A thread's two rows share one barrier, one loop step
-              and one set of running offsets, and each other's y neighbour from registers: 6 shared
-              loads for 2 outputs instead of 8. The main march is written out two planes a trip, so
-              each plane's half of the buffer is a constant. ~33 SASS instructions an output (132 for
-              two planes of two outputs), 40 registers, no stack.
+v3 optimized  the same march with ROWS = 4 adjacent outputs a thread along y: a (32, 16) block owns
+              64 x 32 outputs on a (66, 34) plane. A thread's four rows share one barrier, one loop step
+              and one set of running offsets, and each other's y neighbours from registers: 10 shared
+              loads for 4 outputs instead of 16. The main march is written out two planes a trip, so
+              each plane's half of the buffer is a constant. ~28 SASS instructions an output (225 for
+              two planes of four outputs), 56 registers, no stack.
 
 Napkin math: 8 bytes per point through DRAM and 10 FLOPs: 1.25 FLOP/byte, deep in the memory-bound
 region. A (512, 512, 512) grid moves 1.07 GB, ~0.26 ms at the H200's ~4.1 TB/s: ~16 SM clocks per
@@ -39,8 +39,8 @@ At the copy rate those ~45 instructions an output are ~71 % of the SM's issue sl
 schedulers x 1.98 GHz), at 85 % of it ~83 %. Measured on an H200 at 512^3: LEAD = 2 357.5 us (71 %),
 LEAD = 3 390.7 us (65 %: 34 registers, 3 blocks an SM instead of 4), LEAD = 4 355.6 us (71 %): more
 loads in flight changed nothing, so latency is not the bound; the instruction count (with a barrier
-every plane) is. v3 cuts it: ~33 SASS instructions an output are ~52 % of the issue slots at the copy
-rate (a prediction: at the ~45 % of peak issue v2 sustains, 40 an output in 357.5 us, ~300 us).
+every plane) is. v3 cuts it: ~33 SASS instructions an output with ROWS = 2, ~28 with ROWS = 4. Swept on
+an H200 at 512^3: ROWS = 1 409.5 us, ROWS = 2 334.2 us (76.7 %), ROWS = 4 298.5 us (84.9 %).
 
 What you write (each raises NotImplementedError with its hint until you do):
   stencil_naive_kernel   one thread per point, the formula with _value for neighbours (7 lines)
@@ -66,8 +66,8 @@ TITLE = "3D 7-point stencil: shared x-y plane, register queue along z"
 MEMORY_SPACE = "shared + register"
 VERSIONS = ("naive", "zmarch", "optimized")
 # (nz, ny, nx): a point; smaller than a tile; one full (16, 32) tile; 2 x 2 tiles with ragged edges; two
-# (32, 32) tiles of the optimized kernel, the last thread row with one of its ROWS rows inside.
-TEST_SIZES = ((1, 1, 1), (3, 5, 7), (4, 16, 32), (3, 17, 33), (2, 35, 33))
+# (64, 32) tiles of the optimized kernel, the last thread row with one of its ROWS rows inside.
+TEST_SIZES = ((1, 1, 1), (3, 5, 7), (4, 16, 32), (3, 17, 33), (2, 65, 33))
 # 537 MB in and out with 1 MB planes (L2 holds the z neighbours: naive looks good), then the same
 # bytes with 16 MB planes (L2 cannot: naive re-reads DRAM, the marching kernel does not).
 BENCH_SIZES = ((512, 512, 512), (32, 2048, 2048))
@@ -82,9 +82,9 @@ PLANE_H = BLOCK[1] + 2  # (18, 34): the tile of plane z and a one-point halo all
 PLANE_W = BLOCK[0] + 2
 PLANE_SLOTS = PLANE_H * PLANE_W  # the shared plane, flat
 BUFFER_SLOTS = 2 * PLANE_SLOTS  # two planes: z's parity picks one
-ROWS = 2  # optimized: outputs a thread along y (adjacent rows), sharing a barrier, a loop step, the offsets
+ROWS = 4  # optimized: outputs a thread along y (adjacent rows), sharing a barrier, a loop step, the offsets
 TILE_H = BLOCK[1] * ROWS  # rows of outputs a block owns; needs 2 * BLOCK[0] + 2 * TILE_H halo duties
-TALL_H = TILE_H + 2  # (34, 34) with ROWS = 2: 32 x 32 outputs and their halo
+TALL_H = TILE_H + 2  # (66, 34) with ROWS = 4: 64 x 32 outputs and their halo
 TALL_SLOTS = TALL_H * PLANE_W
 TALL_BUFFER = 2 * TALL_SLOTS  # double-buffered by z's parity, as in the z march
 TALL_QUEUE = (ROWS, LEAD + 3)  # per row planes z - 1 .. z + LEAD, and the slot plane z + LEAD + 1 lands in
