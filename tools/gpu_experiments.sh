@@ -4,8 +4,9 @@
 #   names (default: all, in this order; each under its own time limit, so one that hangs costs only
 #   its own minutes and the log still says how far it got):
 #     paged_bound   day 89's "What bounds it" table (tools/paged_bound.py)
-#     streams       day 50's stage times at 2^26 floats, 128 FMAs an element, 16 / 32 / 64 chunks
-#     engine        day 90's `make run` time split, a decode-heavy workload's, then the NCCL path (--gpus 1)
+#     streams       day 50's stage times at 2^26 floats, 128 FMAs an element, 12 / 16 / 20 / 24 chunks
+#     engine        day 90's `make run` (decode-heavy) with its split, the prefill-heavy mix, fp16, --gpus 1
+#     recheck       make bench of the rows a target hangs on, three times over (days 21 and 86)
 #     hf            day 90 against transformers' generate() (tools/engine_vs_transformers.py), fp16 and fp32
 #     sweeps        the knobs the lessons name as not yet swept (tools/sweep.py; rows in sweeps/*.json)
 # LIMIT_S=n caps each experiment (default 150 s). OUTDIR.tgz, rewritten after every experiment, holds
@@ -15,7 +16,7 @@ out=${1:-out/experiments}; shift || true
 mkdir -p "$out/sweeps"
 limit=${LIMIT_S:-150}
 export PYTHONUNBUFFERED=1
-names=("$@"); [ ${#names[@]} -gt 0 ] || names=(paged_bound streams engine hf sweeps)
+names=("$@"); [ ${#names[@]} -gt 0 ] || names=(paged_bound streams engine recheck hf sweeps)
 py=${PYTHON:-python3}  # the GPU machine's python3 has the packages; PYTHON=.venv/bin/python here
 
 step() {  # step NAME SECONDS COMMAND...: one experiment, its output in OUTDIR/NAME.log
@@ -38,7 +39,7 @@ for name in "${names[@]}"; do
 import json
 from solutions import day50_streams_overlap as d
 x = d.make_inputs(1 << 26)[0]
-rows = {c: d.stage_times(x, 128, c) for c in (16, 32, 64)}
+rows = {c: d.stage_times(x, 128, c) for c in (12, 16, 20, 24)}
 for c, t in rows.items():
     print(c, {k: round(v, 3) if isinstance(v, float) else v for k, v in t.items()})
 json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), indent=1, default=float)
@@ -57,14 +58,22 @@ json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), 
     hf)
       step hf_fp16 "$limit" $py tools/engine_vs_transformers.py --json "$out/hf_fp16.json"
       step hf_fp32 "$limit" $py tools/engine_vs_transformers.py --dtype float32 --json "$out/hf_fp32.json" ;;
+    recheck)
+      for i in 1 2 3; do
+        step "recheck_$i" "$limit" $py tools/bench_all.py "$out/recheck_$i" 21 86
+      done ;;
     sweeps)
-      for spec in "21 OPT_THREADS=128,256,512" "58 SPLIT_WARPS=4,8" "89 BLOCKS_PER_SM=4,8" "78 LOAD_WORDS=1,2" \
-                  "10 ROWS=1,2,4" "9 COLS=2,4 WIDE_ROWS=8"; do
+      # Swept on the H200 before (results/h200/sweeps/): day 21 OPT_THREADS, 58 SPLIT_WARPS, 89
+      # BLOCKS_PER_SM, 78 LOAD_WORDS, 10 ROWS, 9 COLS; these are the ones the lessons name as not yet run.
+      # Grids sized for more blocks an SM than the registers let in (make inspect): day 55's for 8 blocks
+      # of 256 at 40 registers a thread (6 fit), day 62's for 8 at 66 (3 fit), day 18's for 6 at 55 (4 fit).
+      for spec in "day9 9 WIDE_ROWS=4,8,16" "day55_blocks 55 BLOCKS_PER_SM=4,6,8" "day55_fastmath 55 FASTMATH=False,True" \
+                  "day62_blocks 62 BLOCKS_PER_SM=3,8" "day18_blocks 18 BLOCKS_PER_SM=4,6" "day63 63 ROWS=2,4"; do
         read -r -a a <<< "$spec"
-        step "sweep_day${a[0]}" "$limit" $py tools/sweep.py "${a[@]}" --out "$out/sweeps/day${a[0]}.json"
+        step "sweep_${a[0]}" "$limit" $py tools/sweep.py "${a[@]:1}" --out "$out/sweeps/${a[0]}.json"
       done
-      step sweep_day63_wide "$limit" $py tools/sweep.py 63 ROWS=2,4 --n "(14336, 4096)" \
-        --out "$out/sweeps/day63_14336x4096.json" ;;
-    *) echo "gpu_experiments: no experiment named $name (paged_bound streams engine hf sweeps)"; exit 2 ;;
+      step sweep_day55_exact "$limit" $py tools/sweep.py 55 ERFC_FIT=True,False FASTMATH=False,True \
+        --n "(16384, 4096, 'none')" --out "$out/sweeps/day55_exact.json" ;;
+    *) echo "gpu_experiments: no experiment named $name (paged_bound streams engine recheck hf sweeps)"; exit 2 ;;
   esac
 done
