@@ -68,7 +68,8 @@ json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), 
       # Grids sized for more blocks an SM than the registers let in (make inspect): day 55's for 8 blocks
       # of 256 at 40 registers a thread (6 fit), day 62's for 8 at 66 (3 fit), day 18's for 6 at 55 (4 fit).
       for spec in "day9 9 WIDE_ROWS=4,8,16" "day55_blocks 55 BLOCKS_PER_SM=4,6,8" "day55_fastmath 55 FASTMATH=False,True" \
-                  "day62_blocks 62 BLOCKS_PER_SM=3,8" "day18_blocks 18 BLOCKS_PER_SM=4,6" "day63 63 ROWS=2,4"; do
+                  "day62_blocks 62 BLOCKS_PER_SM=3,8" "day18_blocks 18 BLOCKS_PER_SM=4,6" "day63 63 ROWS=2,4" \
+                  "day31 31 OPT_ITEMS=16,32"; do
         read -r -a a <<< "$spec"
         step "sweep_${a[0]}" "$limit" $py tools/sweep.py "${a[@]:1}" --out "$out/sweeps/${a[0]}.json"
       done
