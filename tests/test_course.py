@@ -349,3 +349,21 @@ def test_with_globals_compiles_the_same_kernel_with_another_device_function():
     np.testing.assert_array_equal(out, np.arange(37) + 1)  # the original is untouched
     with pytest.raises(ValueError, match="no global named"):
         days.with_globals(_apply, not_read=_times_two)
+
+
+def test_engine_profile_names_the_serving_loop(capsys, tmp_path):
+    """tools/engine_profile.py: one serve() under cProfile, its tables and the written profile; bad
+    lengths refused before anything runs."""
+    sys.path.insert(0, str(days.ROOT / "tools"))
+    try:
+        import engine_profile
+    finally:
+        sys.path.pop(0)
+    out = tmp_path / "engine.prof"
+    rc = engine_profile.main(["--model", "tiny", "--requests", "3", "--max-prompt", "4", "--max-output", "3",
+                              "--block-size", "2", "--kv-blocks", "16", "--top", "5", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0 and out.stat().st_size > 0
+    assert "paged engine on" in text and "by cumulative time" in text and "(serve)" in text
+    assert engine_profile.main(["--model", "tiny", "--max-prompt", "30", "--max-output", "3"]) == 2
+    assert "context of 32 tokens" in capsys.readouterr().err

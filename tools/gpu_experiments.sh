@@ -5,7 +5,8 @@
 #   its own minutes and the log still says how far it got):
 #     paged_bound   day 89's "What bounds it" table (tools/paged_bound.py)
 #     streams       day 50's stage times at 2^26 floats, 128 FMAs an element, 12 / 16 / 20 / 24 chunks
-#     engine        day 90's `make run` (decode-heavy) with its split, the prefill-heavy mix, fp16, --gpus 1
+#     engine        day 90's `make run` (decode-heavy) with its split, the prefill-heavy mix, fp16, the
+#                   host's hot spots under cProfile (tools/engine_profile.py), --gpus 1
 #     recheck       make bench of the rows a target hangs on, three times over (days 21 and 86)
 #     hf            day 90 against transformers' generate() (tools/engine_vs_transformers.py), fp16 and fp32
 #     sweeps        the knobs the lessons name as not yet swept (tools/sweep.py; rows in sweeps/*.json)
@@ -50,6 +51,7 @@ json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), 
       # 699 contiguous, 69 % of the rows prompt tokens, against 11 % in the default decode-heavy mix)
       step engine_prefill "$limit" $py -m course run --max-prompt 512 --max-output 256
       step engine_fp16 "$limit" $py -m course run --dtype float16  # fp16 weights, activations and cache
+      step engine_profile "$limit" $py tools/engine_profile.py --out "$out/engine.prof"  # the host's hot spots
       if $py -c "from cupy.cuda import nccl; print('NCCL', nccl.get_version())"; then
         step engine_nccl "$limit" $py -m course run --gpus 1
       else
