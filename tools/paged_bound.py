@@ -16,7 +16,8 @@ course.bench.Timer as `make bench` does (L2 flushed, CUDA events, medians), and 
      per query head (each page asked for four times, L2 serving the repeats);
   d. day 89's sweep() over partitions and warps at this shape (pages of 16): the best point, and the
      unsplit launch at 4 warps (day 79's);
-  e. torch SDPA on a dense cache (day 78's `library`), when torch is installed.
+  e. torch SDPA on a dense cache (day 78's `library`), when torch is installed;
+  f. day 89's optimized launch with 16-byte loads (LOAD_WORDS = 2, day 78's switch).
 
 and prints one table: µs, % of the device copy rate measured in the same run (minimum bytes: every
 live K/V row once, as `make bench` counts them), the ratio to SDPA's time, and the check. Exits 2
@@ -211,6 +212,14 @@ def measure(name: str, cfg, timer, copy: float, repeats: int, progress) -> list[
     except ModuleNotFoundError as exc:
         rows.append(dict(shape=name, row="e. torch SDPA, dense cache", us=None, pct_copy=None, checked="not run",
                          note=f"{exc.name} is not installed"))
+    # f. 16-byte loads: launch_attention reads the module's LOAD_WORDS at each call (day 78's switch).
+    from solutions import paged_attention_common as common
+
+    saved, common.LOAD_WORDS = common.LOAD_WORDS, 2
+    try:
+        attention("f. day 89 optimized, LOAD_WORDS = 2 (16-byte loads)", dev)
+    finally:
+        common.LOAD_WORDS = saved
     sdpa = next((r["us"] for r in rows if r["row"].startswith("e.") and r["us"]), None)
     for r in rows:
         r["vs_sdpa"] = r["us"] / sdpa if sdpa and r["us"] else None
