@@ -55,9 +55,16 @@ def make_inputs(n: int, seed: int = 0):
 
 
 def reference(x):
+    """Each window's middle value (WIDTH is odd: the median is an element, exactly). A chunk of windows
+    at a time: np.partition copies the (n, WIDTH) view it sorts, and at the benchmark's 2^27 a whole
+    copy is 4.8 GB (np.median over all of it took ~27 s); a chunk's copy stays in cache. For finite x:
+    np.partition sorts a NaN last, where np.median would return it."""
     padded = np.pad(x, RADIUS, mode="edge")
     windows = np.lib.stride_tricks.sliding_window_view(padded, WIDTH)  # (n, WIDTH)
-    return np.median(windows, axis=1).astype(np.float32)
+    out = np.empty(x.size, dtype=np.float32)
+    for lo in range(0, x.size, 1 << 18):
+        out[lo:lo + (1 << 18)] = np.partition(windows[lo:lo + (1 << 18)], RADIUS, axis=1)[:, RADIUS]
+    return out
 
 
 def traffic(x):
