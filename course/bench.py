@@ -57,6 +57,9 @@ class Row:
     speedup: float = 1.0  # over the first version (naive)
     checked: str = ""
     clock: str = "events"  # "wall" for a version that waits on the GPU inside (see the module's notes)
+    # Where the row's seconds of the run went: "warm" (the warm-up calls, the first of them compiling),
+    # "timed" (the probe and the samples), "check" (the re-check after timing).
+    seconds: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -98,6 +101,7 @@ class Timer:
         self.flush_buf = cuda.device_array(L2_FLUSH_BYTES // 4, dtype=np.int32)
         self.spin_ns = SPIN_NS
         self.clock = "events"  # how the last time() measured: "events", or "wall" (see waits_for_gpu)
+        self.warm_s = 0.0  # the last time()'s warm-up calls, compilation included
 
     def sample(self, fn, *args) -> float:
         _fill[launch.sm_count() * 4, 256](self.flush_buf, 0)
@@ -131,6 +135,7 @@ class Timer:
 
     def time(self, fn, *args, warmup: int = 3, repeats: int = 30) -> tuple[float, float]:
         host_s, slow = 0.0, False
+        warm_start = time.perf_counter()
         for _ in range(warmup):
             t = time.perf_counter()
             fn(*args)
@@ -139,6 +144,7 @@ class Timer:
             if (time.perf_counter() - t) * 1e3 > SLOW_MS:  # compiled and warm after one call: more
                 slow = True
                 break  # warm-up would only cost time
+        self.warm_s = time.perf_counter() - warm_start
         self.spin_ns = int(min(MAX_SPIN_NS, max(SPIN_NS, 4 * host_s * 1e9)))
         # A call of over a second (a serving day's whole trace) is timed by the wall clock without the
         # probe: the probe is one more whole call, and at that length the two clocks agree anyway.
@@ -175,11 +181,40 @@ def gemm_peak_tflops(timer: Timer, n: int = 8192, dtype: str = "float32") -> flo
     return 2 * n**3 / (ms * 1e-3) / 1e12
 
 
+@dataclass
+class Prepared:
+    """What a benchmark needs from the host before it touches the GPU: the inputs at one size, the
+    reference's output on them and the minimum traffic. Made here by :func:`prepare`, or ahead of time
+    in another process (course.prepare: bench_all makes the next days' while the GPU times this one)."""
+
+    inputs: tuple
+    expected: object
+    nbytes: float
+    flops: float
+    seconds: dict = field(default_factory=dict)  # "inputs", "reference": where the host's time went
+
+
+def prepare(sol, n, progress=None) -> Prepared:
+    """The inputs (seed 1234: what `make bench` always times), their reference and traffic."""
+    tick = progress or (lambda msg: None)
+    tick("making the inputs")
+    t = time.perf_counter()
+    inputs = sol.make_inputs(n, seed=1234)
+    made = time.perf_counter() - t
+    tick("computing the reference")
+    t = time.perf_counter()
+    expected = _reference(sol, inputs)
+    referenced = time.perf_counter() - t
+    nbytes, flops = sol.traffic(*inputs)  # the minimum: what the roofline and GB/s are measured against
+    return Prepared(tuple(inputs), expected, nbytes, flops, {"inputs": made, "reference": referenced})
+
+
 def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = True, progress=None,
-        target=None) -> Result:
+        target=None, prepared: Prepared | None = None) -> Result:
     """Time every version of a day (and its library row) at one size. Needs a GPU. ``target``: the
     module whose versions are timed (default: what COURSE_TARGET picks; tools/sweep.py passes
-    variants from course.days.with_constants)."""
+    variants from course.days.with_constants). ``prepared``: the inputs and reference at ``n``, made
+    elsewhere (:func:`prepare` is called when it is None)."""
     if not ON_GPU:
         raise RuntimeError("timings need a CUDA GPU; without one, use `make inspect` for the compiler's view")
     info = days.find(day)
@@ -202,11 +237,9 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
     device = device.decode() if isinstance(device, bytes) else str(device)
     result = Result(info.slug, device, bound, "device copy" if bound == "memory" else gemm_name, peak)
 
-    tick("making the inputs")
-    inputs = sol.make_inputs(n, seed=1234)
-    tick("computing the reference")
-    expected = _reference(sol, inputs)
-    nbytes, flops = sol.traffic(*inputs)  # the minimum: what the roofline and GB/s are measured against
+    if prepared is None:
+        prepared = prepare(sol, n, tick)
+    inputs, expected, nbytes, flops = prepared.inputs, prepared.expected, prepared.nbytes, prepared.flops
     if getattr(sol, "BENCH_HOST_INPUTS", False):
         dev_inputs = inputs  # the day is about transfers: time the host function with NumPy in and out
     else:
@@ -225,9 +258,12 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
             if missing:
                 result.skipped[name] = missing
                 continue
+        started = time.perf_counter()
         with launch.no_poison():
             ms, spread = timer.time(fn, *dev_inputs, repeats=repeats)
         clock = timer.clock
+        seconds = {"warm": timer.warm_s, "timed": time.perf_counter() - started - timer.warm_s}
+        checking_from = time.perf_counter()
         # Re-check after timing: a fast wrong answer is not a result. A day that works in place
         # (MUTATES_INPUTS: RoPE rotates q and k where they are) has changed its inputs at every
         # timed call: the check runs on fresh copies.
@@ -239,6 +275,8 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
             got, want = np.sort(checking.to_host(got)), np.sort(checking.to_host(expected))
         report = checking.compare(got, want, rtol=version_rtol(sol, name), floor=getattr(sol, "ERROR_FLOOR", None),
                                   name=name, min_scale=getattr(sol, "MIN_SCALE", 0.0))
+        seconds["check"] = time.perf_counter() - checking_from
+        tick(f"[{i}/{steps - 1}] {name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items()))
         # A version that must move more than the minimum by design (a dequantized copy, an fp16 row
         # beside an int8 one) is rated on its own bytes when the day says so (version_traffic).
         own = sol.version_traffic(name, *inputs) if hasattr(sol, "version_traffic") else None
@@ -247,7 +285,8 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
         tflops = v_flops / (ms * 1e-3) / 1e12
         pct = 100 * (gbps / peak if bound == "memory" else tflops / peak)
         result.rows.append(Row(name, n, ms, spread, gbps, tflops, pct,
-                               checked="ok" if report.ok else report.text.splitlines()[0], clock=clock))
+                               checked="ok" if report.ok else report.text.splitlines()[0], clock=clock,
+                               seconds={k: round(v, 3) for k, v in seconds.items()}))
     base = result.rows[0].ms if result.rows else None
     for row in result.rows:
         row.speedup = base / row.ms
@@ -276,14 +315,15 @@ def _reference(sol, inputs):
     return _REFERENCES[key]
 
 
-def run_sizes(day, sizes=None, **kwargs) -> Result:
+def run_sizes(day, sizes=None, *, prepared=None, **kwargs) -> Result:
     """``run`` at every size of the day's BENCH_SIZES (or ``sizes``), the rows in one Result: a day
     whose versions win on different inputs (a regular and a power-law matrix) is timed on each. Each
-    row's speedup is over the first version at the same size."""
+    row's speedup is over the first version at the same size. ``prepared``: a function of the size's
+    index that returns its :class:`Prepared` (or None to make it here)."""
     sol = days.load_solution(day)
     merged = None
-    for n in sizes if sizes is not None else sol.BENCH_SIZES:
-        result = run(day, n, **kwargs)
+    for k, n in enumerate(sizes if sizes is not None else sol.BENCH_SIZES):
+        result = run(day, n, prepared=prepared(k) if prepared else None, **kwargs)
         if merged is None:
             merged = result
         else:

@@ -157,6 +157,31 @@ def sm_count() -> int:
     return cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 
+_RESIDENT: dict[tuple, int] = {}
+
+
+def resident_blocks(kernel, threads_per_block: int, *args, dynamic_shared: int = 0, most: int = 32) -> int:
+    """How many blocks of ``kernel``, launched with ``args``, one SM holds at once (the driver's
+    occupancy calculator: registers a thread, shared memory a block, threads a block), at most ``most``.
+
+    A grid-stride grid sized for more blocks an SM than fit does not run as one wave: the SM takes
+    what fits, and the rest start as those finish, a second wave with the SM a fraction full and too
+    few loads in flight to keep HBM busy. Size the grid with this instead of assuming a count.
+
+    ``args`` are the launch's own (values do not matter, only their types): the kernel is compiled for
+    them here if it has not been, the one compilation the launch would otherwise do. In the simulator
+    (one block at a time) it returns ``most``."""
+    if not ON_GPU:
+        return most
+    argtypes = tuple(kernel.typeof_pyval(a) for a in args)
+    key = (kernel, argtypes, threads_per_block, dynamic_shared)
+    if key not in _RESIDENT:
+        compiled = kernel.compile(argtypes)  # the overload the launch picks for these types
+        # The occupancy a cooperative launch may use: active blocks an SM times the SMs.
+        _RESIDENT[key] = compiled.max_cooperative_grid_blocks(threads_per_block, dynamic_shared) // sm_count()
+    return max(1, min(most, _RESIDENT[key]))
+
+
 def grid_stride_blocks(n: int, threads_per_block: int, blocks_per_sm: int = 8) -> int:
     """A grid that fills the device once (a few blocks per SM), for grid-stride loops over ``n`` items."""
     return max(1, min(blocks(n, threads_per_block), sm_count() * blocks_per_sm))

@@ -57,7 +57,11 @@ BENCH_SIZES = ((16384, 4096, "tanh"), (16384, 4096, "none"))  # 256 MB in, 256 M
 BOUND = "memory"
 
 THREADS = 256
-BLOCKS_PER_SM = 8  # 2048 threads an SM, two 16-byte loads in flight each: 64 KB in flight an SM
+# At most 8 blocks an SM (2048 threads, two 16-byte loads in flight each: 64 KB in flight an SM), and
+# no more than fit: at 40 registers a thread an SM holds 6 blocks of 256, and a grid of 8 an SM would
+# run its last quarter as a second wave at a third of the occupancy (launch.resident_blocks asks the
+# driver).
+BLOCKS_PER_SM = 8
 MIN_QUADS = 8  # a small problem gets fewer threads: each thread's four biases serve >= 8 quads
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 SQRT_HALF = math.sqrt(0.5)
@@ -321,13 +325,13 @@ def naive(x, bias, approximate):
     return launch.result(out, x, bias)
 
 
-def grid_threads(rows: int, cols: int) -> int:
+def grid_threads(rows: int, cols: int, blocks_per_sm: int = BLOCKS_PER_SM) -> int:
     """Threads of the fused kernel: a multiple of cols / gcd(cols, 4) (a whole number of periods, so a
-    thread's columns stay fixed), about BLOCKS_PER_SM x THREADS an SM, and no more than give each
+    thread's columns stay fixed), about blocks_per_sm x THREADS an SM, and no more than give each
     thread MIN_QUADS quads (at least one period)."""
     period = cols // math.gcd(cols, 4)
     nq = rows * cols // 4
-    target = launch.sm_count() * BLOCKS_PER_SM * THREADS
+    target = launch.sm_count() * blocks_per_sm * THREADS
     return period * max(1, min(target // period, nq // (MIN_QUADS * period)))
 
 
@@ -338,12 +342,14 @@ def optimized(x, bias, approximate):
     out = launch.empty((rows, cols), np.float32)
     if out.size == 0:
         return launch.result(out, x, bias)
-    threads = grid_threads(rows, cols)
     # Flat views (no copy): quad q starts 16 q bytes into the allocation, always 16-byte aligned,
     # where row r of a width that is not a multiple of 4 starts at 4 r cols bytes, not aligned.
     n = rows * cols
-    bias_gelu_kernel[launch.blocks(threads, THREADS), THREADS](
-        d_x.reshape(n), d_bias, out.reshape(n), cols, threads, _exact(approximate))
+    args = [d_x.reshape(n), d_bias, out.reshape(n), cols, 0, _exact(approximate)]
+    # The whole grid resident at once: as many blocks an SM as its registers let in, at most 8.
+    args[4] = threads = grid_threads(rows, cols, launch.resident_blocks(bias_gelu_kernel, THREADS, *args,
+                                                                        most=BLOCKS_PER_SM))
+    bias_gelu_kernel[launch.blocks(threads, THREADS), THREADS](*args)
     return launch.result(out, x, bias)
 
 

@@ -64,7 +64,7 @@ MEMORY_SPACE = "global"
 VERSIONS = ("naive", "optimized")
 VEC = wide.WIDTH  # words in one 16-byte access
 THREADS = 256  # 8 warps a block
-BLOCKS_PER_SM = 8  # 64 warps an SM
+BLOCKS_PER_SM = 8  # 64 warps an SM at most; fewer where the registers do not fit them
 ROWS = 2  # token rows a warp copies at once
 DTYPES = ("float32", "float16")
 # (vocab, hidden, tokens[, "float16"][, "repeats"]): a single element; hidden 3, 5, 127, 129, 4097 (the
@@ -331,8 +331,12 @@ def optimized(table, ids):
     wide_access = words % VEC == 0 and word == np.uint32 and _address(d_table) % 16 == 0
     warps = -(-tokens // ROWS)
     threads = min(THREADS, WARP * warps)
-    grid = launch.grid_stride_blocks(WARP * warps, threads, BLOCKS_PER_SM)
-    make_gather_kernel(wide_access)[grid, threads](_words(d_table, word), d_ids, _words(out, word), bad)
+    kernel = make_gather_kernel(wide_access)
+    args = (_words(d_table, word), d_ids, _words(out, word), bad)
+    # No more blocks an SM than its registers let in (3 of 256 threads at 66 registers): a grid of 8 an
+    # SM would run as waves, the last one part-full.
+    per_sm = launch.resident_blocks(kernel, threads, *args, most=BLOCKS_PER_SM)
+    kernel[launch.grid_stride_blocks(WARP * warps, threads, per_sm), threads](*args)
     return launch.result(out, table, ids)
 
 

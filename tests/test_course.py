@@ -62,6 +62,15 @@ class TestChecking:
         assert not checking.compare(self.ref[:-1], self.ref).ok
         assert not checking.compare(self.ref.astype(np.float64), self.ref).ok
 
+    def test_a_non_finite_reference_is_matched_exactly(self):
+        ref = np.array([1.0, np.inf, -np.inf, np.nan, 2.0], dtype=np.float32)
+        assert checking.compare(ref.copy(), ref).ok
+        for i, wrong in ((1, 3.0e38), (2, np.inf), (3, 0.0)):  # a number for inf, the other inf, a number for NaN
+            got = ref.copy()
+            got[i] = wrong
+            report = checking.compare(got, ref)
+            assert not report.ok and f"at {i}:" in report.text
+
     def test_integers_compare_exactly(self):
         ref = np.arange(5, dtype=np.int32)
         got = ref.copy()
@@ -367,3 +376,124 @@ def test_engine_profile_names_the_serving_loop(capsys, tmp_path):
     assert "paged engine on" in text and "by cumulative time" in text and "(serve)" in text
     assert engine_profile.main(["--model", "tiny", "--max-prompt", "30", "--max-output", "3"]) == 2
     assert "context of 32 tokens" in capsys.readouterr().err
+
+
+def _bench_all():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_all", days.ROOT / "tools" / "bench_all.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_all_makes_inputs_ahead_in_workers(tmp_path, capsys):
+    """bench_all's workers (course.prepare) hand the timing loop the very inputs and reference that
+    `make bench` makes itself; the runner stands in for the GPU."""
+    from course import bench
+
+    sol = days.load_solution(27)  # the smallest benchmark size of the course: a worker makes it in a second
+    seen = []
+
+    def runner(day, prepared, progress):
+        made = prepared(0)
+        assert isinstance(made, bench.Prepared), "the worker's pickle was not found"
+        want = sol.make_inputs(sol.BENCH_SIZES[0], seed=1234)
+        assert all(np.array_equal(a, b) for a, b in zip(made.inputs, want))
+        assert np.array_equal(made.expected, sol.reference(*want))
+        assert (made.nbytes, made.flops) == tuple(sol.traffic(*want))
+        seen.append(day)
+        return bench.Result(days.find(day).slug, "stand-in", "memory", "device copy", 1.0)
+
+    code = _bench_all().main([str(tmp_path), "27", "--jobs", "2"], runner=runner)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert seen == [27]
+    assert "inputs ready" in out and (tmp_path / f"{days.find(27).slug}.json").exists()
+
+
+def test_bench_all_stops_a_day_past_its_limit(tmp_path, capsys):
+    """A day over its --day-limit is reported with the step it was in, and bench_all goes on."""
+    import time
+    from types import SimpleNamespace
+
+    bench_all = _bench_all()
+
+    class Ready:  # inputs already made: the limit is on the timing alone
+        notes, waited_s = {}, 0.0
+
+        def get(self, info, timeout=None):
+            return lambda k: None
+
+        def done(self, info):
+            pass
+
+    def runner(day, prepared, progress):
+        progress("timing the versions")
+        time.sleep(30)
+
+    args = SimpleNamespace(day_limit=1.0, out=tmp_path)
+    start = time.perf_counter()
+    assert bench_all.run_day(days.find(27), Ready(), runner, args) is False
+    assert time.perf_counter() - start < 10
+    assert "day 27 TIMEOUT over its 1 s limit, while: timing the versions" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["equal", "off", "nan", "zeros", "inf", "float16", "2d"])
+def test_compare_on_the_device_agrees_with_the_host(case):
+    """A benchmark's re-check compares where the output is (CuPy on the GPU): the same verdict and the
+    same report as the host's comparison, for passing and failing outputs alike."""
+    rng = np.random.default_rng(7)
+    ref = rng.standard_normal(100_003).astype(np.float32)
+    got = ref * np.float32(1 + 1e-6)
+    if case == "off":
+        got[[5, 77, 90_000]] += 1.0
+    elif case == "nan":
+        got[[3, 4]] = np.nan
+    elif case == "zeros":
+        got = np.zeros_like(ref)
+    elif case == "inf":
+        ref[[1, 2]] = np.inf
+        got[[1, 2]] = [np.inf, 0.5]
+    elif case == "float16":
+        ref, got = ref.astype(np.float16), got.astype(np.float16)
+        got[9] = -got[9]
+    elif case == "2d":
+        ref, got = ref[:100_000].reshape(400, 250), got[:100_000].reshape(400, 250)
+        got[399, 17] = 100.0
+    assert checking.device_module(cuda.to_device(got)) is not None
+    on_host = checking.compare(got, ref)
+    import warnings
+
+    for device_array in (cuda.to_device(got), __import__("cupy").asarray(got)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no quiet fallback to the host
+            on_device = checking.compare(device_array, ref)
+        assert (on_device.ok, on_device.text) == (on_host.ok, on_host.text)
+
+
+@cuda.jit
+def _big_shared_kernel(out):  # 40 KB of shared memory a block: few blocks fit an SM
+    buf = cuda.shared.array(10240, np.float32)
+    buf[cuda.threadIdx.x] = cuda.threadIdx.x
+    cuda.syncthreads()
+    out[cuda.grid(1)] = buf[cuda.threadIdx.x]
+
+
+def test_resident_blocks_is_capped_and_simulator_safe():
+    out = launch.empty((256,), np.float32)
+    got = launch.resident_blocks(_big_shared_kernel, 128, out, most=3)
+    assert 1 <= got <= 3
+    if not course.ON_GPU:
+        assert got == 3  # the simulator runs one block at a time: the cap is the answer
+
+
+@pytest.mark.gpu
+def test_resident_blocks_asks_the_driver():
+    """40 KB of shared memory a block: an H100/H200 SM (228 KB) holds at most 5, whatever the cap."""
+    out = launch.empty((256,), np.float32)
+    fits = launch.resident_blocks(_big_shared_kernel, 128, out)
+    assert 1 <= fits <= 5
+    _big_shared_kernel[2, 128](out)  # the overload resident_blocks compiled is the one the launch runs
+    assert len(_big_shared_kernel.overloads) == 1

@@ -1,55 +1,138 @@
 """Benchmark every day (or the ones named) on a GPU and save each result as JSON.
 
-    python tools/bench_all.py results/h200 [6 7 8 ...]
+    python tools/bench_all.py results/h200 [6 7 8 ...] [--jobs 6] [--day-limit 60]
 
 Prints one fixed-format line per day as it goes; the README's results table is built from the JSON
 files by tools/readme_tables.py.
+
+The GPU times one day at a time. What needs only the host runs ahead: ``--jobs`` worker processes
+(course.prepare) make the next days' inputs and references while the GPU times the current day, so a
+day's turn starts with its inputs ready. The re-check after timing compares on the GPU
+(course.checking). A day that runs past ``--day-limit`` seconds is stopped, reported as TIMEOUT with
+the step it was in, and the next day starts: one slow day cannot take a visit's ten minutes.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import os
+import signal
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
 
 import course
-from course import bench, days
+from course import bench, days, prepare
 
 
-def main(argv: list[str]) -> int:
-    if not course.ON_GPU:
-        print("bench_all needs a CUDA GPU")
-        return 2
-    out = Path(argv[0])
-    out.mkdir(parents=True, exist_ok=True)
-    wanted = {int(a) for a in argv[1:]}
-    unknown = wanted - {info.number for info in days.all_days()}
+class DayTimeout(Exception):
+    """A day ran past its limit."""
+
+
+@contextlib.contextmanager
+def limit(seconds: float):
+    """Raise DayTimeout in the main thread after ``seconds`` (0: no limit). A CUDA call in progress
+    finishes first: Python runs the handler when control comes back to it."""
+    if seconds <= 0:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise DayTimeout(f"over its {seconds:.0f} s limit")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench_all", description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="folder for one JSON per day")
+    parser.add_argument("days", nargs="*", type=int, help="days to time (default: every day)")
+    parser.add_argument("--jobs", type=int, default=max(1, min(6, (os.cpu_count() or 2) - 2)),
+                        help="worker processes making inputs and references ahead (default: %(default)s)")
+    parser.add_argument("--day-limit", type=float, default=60.0,
+                        help="seconds a day may take, waiting for its inputs included; 0: no limit")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str], runner=None) -> int:
+    """``runner(day, prepared=..., progress=...)`` times a day (default: bench.run_sizes, on a GPU)."""
+    args = parse(argv)
+    if runner is None:
+        if not course.ON_GPU:
+            print("bench_all needs a CUDA GPU")
+            return 2
+        runner = bench.run_sizes
+    unknown = set(args.days) - {info.number for info in days.all_days()}
     if unknown:  # a typo would otherwise bench nothing for it, silently
         print(f"bench_all: no such day(s): {sorted(unknown)}")
         return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    chosen = [info for info in days.all_days() if not args.days or info.number in args.days]
     failed = 0
-    for info in days.all_days():
-        if wanted and info.number not in wanted:
-            continue
-        start = time.perf_counter()
-
-        def progress(msg, day=info.number, start=start):  # where a slow day's time goes, as it goes
-            print(f"  day {day:02d} +{time.perf_counter() - start:5.1f} s  {msg}", flush=True)
-
+    begun = time.perf_counter()
+    # `timeout` ends a visit's run with SIGTERM: exit through the finally below, so no worker outlives it.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    with tempfile.TemporaryDirectory(prefix="bench_inputs_") as scratch:
+        ahead = prepare.Ahead(chosen, Path(scratch), args.jobs)
         try:
-            result = bench.run_sizes(info.number, progress=progress)  # every BENCH_SIZES entry
-        except Exception:
-            failed += 1
-            print(f"day {info.number:02d} FAILED\n{traceback.format_exc()}", flush=True)
-            continue
-        bench.save_json(result, out / f"{info.slug}.json")
-        rows = "  ".join(f"{r.version}={r.ms * 1e3:.1f}us/{r.pct_peak:.0f}%/{r.speedup:.2f}x"
-                         + ("" if r.checked == "ok" else "/WRONG") for r in result.rows)
-        # The finishing time: gpu_check.sh logs the SM clock alongside, to match a slow row to its clock.
-        print(f"day {info.number:02d} peak={result.peak_value:.0f}  {rows}  at {time.strftime('%H:%M:%S')} "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
+            for info in chosen:
+                failed += not run_day(info, ahead, runner, args)
+        finally:
+            ahead.close()
+    print(f"bench_all: {len(chosen)} days in {time.perf_counter() - begun:.0f} s, {failed} failed "
+          f"({args.jobs} workers ahead, {args.day_limit:.0f} s a day)", flush=True)
     return 1 if failed else 0
+
+
+def run_day(info, ahead: prepare.Ahead, runner, args) -> bool:
+    start = time.perf_counter()
+    step = ["waiting for its inputs"]
+
+    def progress(msg, day=info.number):  # where a slow day's time goes, as it goes
+        step[0] = msg
+        print(f"  day {day:02d} +{time.perf_counter() - start:5.1f} s  {msg}", flush=True)
+
+    try:
+        with limit(args.day_limit):
+            prepared = ahead.get(info, timeout=args.day_limit or None)
+            if info.slug in ahead.notes:
+                progress(f"inputs made here: {ahead.notes[info.slug]}")
+            else:
+                progress(f"inputs ready (waited {ahead.waited_s:.1f} s)")
+            result = runner(info.number, prepared=prepared, progress=progress)
+    except DayTimeout as exc:
+        print(f"day {info.number:02d} TIMEOUT {exc}, while: {step[0]}", flush=True)
+        settle()
+        return False
+    except Exception:
+        print(f"day {info.number:02d} FAILED\n{traceback.format_exc()}", flush=True)
+        settle()
+        return False
+    finally:
+        ahead.done(info)
+    bench.save_json(result, args.out / f"{info.slug}.json")
+    rows = "  ".join(f"{r.version}={r.ms * 1e3:.1f}us/{r.pct_peak:.0f}%/{r.speedup:.2f}x"
+                     + ("" if r.checked == "ok" else "/WRONG") for r in result.rows)
+    # The finishing time: gpu_check.sh logs the SM clock alongside, to match a slow row to its clock.
+    print(f"day {info.number:02d} peak={result.peak_value:.0f}  {rows}  at {time.strftime('%H:%M:%S')} "
+          f"({time.perf_counter() - start:.0f} s)", flush=True)
+    return all(r.checked == "ok" for r in result.rows)
+
+
+def settle() -> None:
+    """After a day stopped part-way: let the GPU finish what it was given before the next day's timing."""
+    if course.ON_GPU:
+        with contextlib.suppress(Exception):
+            course.cuda.synchronize()
 
 
 if __name__ == "__main__":

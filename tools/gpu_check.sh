@@ -10,8 +10,9 @@
 # compiles, for the real GPU, every kernel specialization its tests touch (~2 s each), so tests go to
 # workers a whole file at a time (each day's kernels compiled once), and the suite in two visits:
 # SHARD=1/2, then SHARD=2/2. The log names every test as it finishes, so a cut-off run still says
-# which ones passed. Benchmarks take ~10 s a day, the naive
-# decode-attention days ~20 s. OUTDIR ends up also as OUTDIR.tgz (one file to copy back).
+# which ones passed. Benchmarks go through tools/bench_all.py: inputs and references made ahead by
+# worker processes, re-checks on the GPU, a day stopped at 60 s (BENCH_ARGS="--day-limit 90 --jobs 8"
+# to change). OUTDIR ends up also as OUTDIR.tgz (one file to copy back).
 out=${1:-out/gpu}; mkdir -p "$out"
 pytest_s=${2:-360}; bench_s=${3:-240}; shift $(( $# < 3 ? $# : 3 ))
 export PYTHONUNBUFFERED=1
@@ -42,7 +43,8 @@ if [ "$bench_s" -gt 0 ]; then
   # instructions slows with the clock while the copy rate does not, so a low row can be told apart.
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
     --format=csv -lms 200 > "$out/clocks.csv" 2>/dev/null & smi=$!
-  timeout "$bench_s" python3 tools/bench_all.py "$out" "$@" 2>&1 | tee "$out/bench.log" | grep -v Warning
+  # shellcheck disable=SC2086  # BENCH_ARGS: options, split on spaces on purpose
+  timeout "$bench_s" python3 tools/bench_all.py "$out" "$@" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log" | grep -v Warning
   kill "$smi" 2>/dev/null
 fi
 tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"

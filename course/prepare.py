@@ -1,0 +1,152 @@
+"""A benchmark's host work made ahead, in worker processes, while the GPU times other days.
+
+Before a day's first launch its benchmark makes the inputs at the benchmark size and computes the plain
+NumPy reference (float64 where it matters) on one CPU thread: 1 to 20 s a day, measured on a CPU, and
+about a quarter of a benchmark visit's time on the H200. None of it needs the GPU, so
+``tools/bench_all.py`` starts ``python -m course.prepare OUTDIR DAY`` for the next few days while it
+times the current one; each worker writes one pickle a benchmark size, and the benchmark loads it
+instead of making it again.
+
+The worker imports the day exactly as the benchmark does (the same device choice, so the same constants)
+and calls the same :func:`course.bench.prepare`: the inputs are the ones ``make bench`` times
+(``make_inputs(n, seed=1234)``). It never launches a kernel.
+
+    python -m course.prepare OUTDIR DAY [DAY ...]
+
+writes OUTDIR/dayNN_topic.K.pkl for each size K of each day (OUTDIR/dayNN_topic.error if it failed).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from course import bench, days
+
+PROTOCOL = 5  # out-of-band buffers: large NumPy arrays pickle at memory speed
+BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def path_for(outdir: Path, slug: str, k: int) -> Path:
+    return Path(outdir) / f"{slug}.{k}.pkl"
+
+
+def error_path(outdir: Path, slug: str) -> Path:
+    return Path(outdir) / f"{slug}.error"
+
+
+def write(outdir: Path, day) -> None:
+    """Every benchmark size of ``day``: its Prepared, pickled (written whole, then renamed into place)."""
+    info = days.find(day)
+    sol = days.load_solution(info.number)
+    for k, n in enumerate(sol.BENCH_SIZES):
+        prepared = bench.prepare(sol, n)
+        final = path_for(outdir, info.slug, k)
+        partial = final.with_suffix(".partial")
+        with open(partial, "wb") as f:
+            pickle.dump(prepared, f, protocol=PROTOCOL)
+        os.replace(partial, final)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print("usage: python -m course.prepare OUTDIR DAY [DAY ...]", file=sys.stderr)
+        return 2
+    outdir = Path(argv[0])
+    outdir.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for day in argv[1:]:
+        info = days.find(int(day))
+        try:
+            write(outdir, info.number)
+        except Exception:
+            failed += 1
+            error_path(outdir, info.slug).write_text(traceback.format_exc())
+    return 1 if failed else 0
+
+
+class Ahead:
+    """Workers making the host side of the days to come, a few at a time, in the order they are timed.
+
+    ``get(info)`` waits for that day's worker and returns a function of the size index giving its
+    Prepared, or None where the worker failed (the benchmark then makes it itself, and ``notes`` says
+    why). At most ``jobs`` workers run, and at most ``jobs`` days' files wait on disk: a day's files are
+    deleted once it has been timed."""
+
+    def __init__(self, infos, outdir: Path, jobs: int):
+        self.queue = list(infos)
+        self.outdir = Path(outdir)
+        self.outdir.mkdir(parents=True, exist_ok=True)
+        self.jobs = max(1, jobs)
+        self.running: dict[str, subprocess.Popen] = {}
+        self.notes: dict[str, str] = {}
+        self.waited_s = 0.0  # how long the last get() waited for its worker
+        self._fill()
+
+    def _start(self, info) -> None:
+        log = open(self.outdir / f"{info.slug}.log", "wb")
+        cmd = [sys.executable, "-m", "course.prepare", str(self.outdir), str(info.number)]
+        # One BLAS thread a worker, at a lower priority: the process timing the GPU keeps a core of its
+        # own for its launches (a version timed by the wall clock counts its host time).
+        env = dict(os.environ, **{k: os.environ.get(k, "1") for k in BLAS_THREADS})
+        self.running[info.slug] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=days.ROOT,
+                                                   env=env, preexec_fn=lambda: os.nice(10))
+        log.close()
+
+    def _fill(self) -> None:
+        while self.queue and len(self.running) < self.jobs:
+            self._start(self.queue.pop(0))
+
+    def get(self, info, timeout: float | None = None):
+        """Wait (at most ``timeout`` seconds) for ``info``'s worker; then start the next day's."""
+        self.waited_s = 0.0
+        proc = self.running.get(info.slug)
+        if proc is None:  # not queued ahead (a day given twice, or asked out of order): made in-process
+            return None
+        waited = time.perf_counter()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            self.notes[info.slug] = f"its worker was still making the inputs after {timeout:.0f} s"
+        del self.running[info.slug]
+        self._fill()
+        error = error_path(self.outdir, info.slug)
+        if error.exists():
+            self.notes[info.slug] = "its worker failed: " + error.read_text().strip().splitlines()[-1]
+        self.waited_s = time.perf_counter() - waited
+
+        def prepared(k: int):
+            path = path_for(self.outdir, info.slug, k)
+            if not path.exists():
+                return None
+            with open(path, "rb") as f:
+                return pickle.load(f)
+
+        return prepared
+
+    def done(self, info) -> None:
+        """The day has been timed (or given up on): its worker, if it still runs, and its files go."""
+        proc = self.running.pop(info.slug, None)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            self._fill()
+        for path in self.outdir.glob(f"{info.slug}.*"):
+            path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        for proc in self.running.values():
+            proc.kill()
+            proc.wait()
+        self.running.clear()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
