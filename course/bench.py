@@ -194,8 +194,9 @@ class Prepared:
     seconds: dict = field(default_factory=dict)  # "inputs", "reference": where the host's time went
 
 
-def prepare(sol, n, progress=None) -> Prepared:
-    """The inputs (seed 1234: what `make bench` always times), their reference and traffic."""
+def prepare(sol, n, progress=None, store=None) -> Prepared:
+    """The inputs (seed 1234: what `make bench` always times), their reference and traffic. ``store``:
+    see :func:`_reference`."""
     tick = progress or (lambda msg: None)
     tick("making the inputs")
     t = time.perf_counter()
@@ -203,7 +204,7 @@ def prepare(sol, n, progress=None) -> Prepared:
     made = time.perf_counter() - t
     tick("computing the reference")
     t = time.perf_counter()
-    expected = _reference(sol, inputs)
+    expected = _reference(sol, inputs, store)
     referenced = time.perf_counter() - t
     nbytes, flops = sol.traffic(*inputs)  # the minimum: what the roofline and GB/s are measured against
     return Prepared(tuple(inputs), expected, nbytes, flops, {"inputs": made, "reference": referenced})
@@ -296,22 +297,30 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
 _REFERENCES: dict[tuple, object] = {}
 
 
-def _reference(sol, inputs):
-    """sol.reference(*inputs), remembered for the process by the reference function and a digest of
-    the inputs: days that share a problem (the attention days 65-70 at the same shape and seed) check
-    against one float64 reference, computed once on the host, instead of once a day (tens of seconds
-    each at the benchmark shapes)."""
+def reference_key(sol, inputs) -> str:
+    """A digest of the reference function (module and name) and of the inputs' bytes, shapes and dtypes:
+    equal for days that share a problem (the attention days 65-70 at the same shape and seed)."""
     fn = sol.reference
     digest = hashlib.sha1()
+    digest.update(f"{getattr(fn, '__module__', None)}.{getattr(fn, '__qualname__', repr(fn))}".encode())
     for x in inputs:
         if isinstance(x, np.ndarray):
             digest.update(f"{x.dtype}{x.shape}".encode())
             digest.update(np.ascontiguousarray(x).view(np.uint8).reshape(-1))
         else:
             digest.update(repr(x).encode())
-    key = (getattr(fn, "__module__", None), getattr(fn, "__qualname__", repr(fn)), digest.hexdigest())
+    return digest.hexdigest()
+
+
+def _reference(sol, inputs, store=None):
+    """sol.reference(*inputs), remembered for the process by :func:`reference_key`: days that share a
+    problem check against one float64 reference, computed once on the host, instead of once a day (tens
+    of seconds each at the attention days' benchmark shapes). ``store``: a function (key, compute) that
+    shares the result between processes (course.prepare's workers)."""
+    key = reference_key(sol, inputs)
     if key not in _REFERENCES:
-        _REFERENCES[key] = fn(*inputs)
+        compute = lambda: sol.reference(*inputs)  # noqa: E731
+        _REFERENCES[key] = store(key, compute) if store else compute()
     return _REFERENCES[key]
 
 

@@ -92,4 +92,12 @@ def choose() -> Device:
             "import course first (tests/conftest.py, the CLI and the notebooks do)"
         )
     os.environ["NUMBA_ENABLE_CUDASIM"] = want
+    # A CuPy array handed to a Numba kernel carries its stream in __cuda_array_interface__ (the legacy
+    # default stream, 1), and Numba synchronises that stream at every launch unless told not to: the
+    # host then waits for the GPU to drain before each such launch, and a step of many small kernels
+    # costs host time + GPU time instead of the longer of the two. Every launch and CuPy operation of
+    # the course goes to the legacy default stream (day 50's streams are blocking ones, ordered against
+    # it), so the order that synchronisation would protect is already the stream's. Set it to 1 to
+    # restore Numba's default.
+    os.environ.setdefault("NUMBA_CUDA_ARRAY_INTERFACE_SYNC", "0")
     return device

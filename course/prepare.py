@@ -18,6 +18,7 @@ writes OUTDIR/dayNN_topic.K.pkl for each size K of each day (OUTDIR/dayNN_topic.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import subprocess
@@ -40,17 +41,41 @@ def error_path(outdir: Path, slug: str) -> Path:
     return Path(outdir) / f"{slug}.error"
 
 
+def _dump(value, final: Path) -> None:
+    """Pickled whole, then renamed into place: a reader never sees half a file."""
+    partial = final.with_suffix(".partial")
+    with open(partial, "wb") as f:
+        pickle.dump(value, f, protocol=PROTOCOL)
+    os.replace(partial, final)
+
+
+def shared_references(outdir: Path):
+    """A store for course.bench's references shared by the workers: the days that share a problem (the
+    attention days 65-70, the same shapes and seed) compute its float64 reference once. The first worker
+    to take a key's lock computes and writes it; another asking meanwhile waits on the lock, then loads."""
+    outdir = Path(outdir)
+
+    def store(key: str, compute):
+        path = outdir / f"reference-{key}.pkl"
+        with open(outdir / f"reference-{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the worker dies
+            if path.exists():
+                with open(path, "rb") as f:
+                    return pickle.load(f)
+            value = compute()
+            _dump(value, path)
+            return value
+
+    return store
+
+
 def write(outdir: Path, day) -> None:
     """Every benchmark size of ``day``: its Prepared, pickled (written whole, then renamed into place)."""
     info = days.find(day)
     sol = days.load_solution(info.number)
+    store = shared_references(outdir)
     for k, n in enumerate(sol.BENCH_SIZES):
-        prepared = bench.prepare(sol, n)
-        final = path_for(outdir, info.slug, k)
-        partial = final.with_suffix(".partial")
-        with open(partial, "wb") as f:
-            pickle.dump(prepared, f, protocol=PROTOCOL)
-        os.replace(partial, final)
+        _dump(bench.prepare(sol, n, store=store), path_for(outdir, info.slug, k))
 
 
 def main(argv: list[str]) -> int:
@@ -91,9 +116,11 @@ class Ahead:
     def _start(self, info) -> None:
         log = open(self.outdir / f"{info.slug}.log", "wb")
         cmd = [sys.executable, "-m", "course.prepare", str(self.outdir), str(info.number)]
-        # One BLAS thread a worker, at a lower priority: the process timing the GPU keeps a core of its
-        # own for its launches (a version timed by the wall clock counts its host time).
-        env = dict(os.environ, **{k: os.environ.get(k, "1") for k in BLAS_THREADS})
+        # The cores shared out between the workers (the float64 references are mostly BLAS: an attention
+        # reference is ~2 TFLOP), at a lower priority: the process timing the GPU keeps a core of its own
+        # for its launches (a version timed by the wall clock counts its host time).
+        threads = str(max(1, (os.cpu_count() or 2) // (self.jobs + 1)))
+        env = dict(os.environ, **{k: threads for k in BLAS_THREADS})
         self.running[info.slug] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=days.ROOT,
                                                    env=env, preexec_fn=lambda: os.nice(10))
         log.close()
@@ -102,19 +129,27 @@ class Ahead:
         while self.queue and len(self.running) < self.jobs:
             self._start(self.queue.pop(0))
 
-    def get(self, info, timeout: float | None = None):
-        """Wait (at most ``timeout`` seconds) for ``info``'s worker; then start the next day's."""
+    def get(self, info, timeout: float | None = None, heartbeat=None, every: float = 30.0):
+        """Wait for ``info``'s worker (at most ``timeout`` seconds; ``heartbeat(seconds)`` called every
+        ``every`` seconds while it runs); then start the next day's."""
         self.waited_s = 0.0
         proc = self.running.get(info.slug)
         if proc is None:  # not queued ahead (a day given twice, or asked out of order): made in-process
             return None
         waited = time.perf_counter()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            self.notes[info.slug] = f"its worker was still making the inputs after {timeout:.0f} s"
+        while True:
+            left = None if timeout is None else timeout - (time.perf_counter() - waited)
+            try:
+                proc.wait(timeout=every if left is None else max(0.0, min(every, left)))
+                break
+            except subprocess.TimeoutExpired:
+                if left is not None and left <= every:
+                    proc.kill()
+                    proc.wait()
+                    self.notes[info.slug] = f"its worker was still making the inputs after {timeout:.0f} s"
+                    break
+                if heartbeat:
+                    heartbeat(time.perf_counter() - waited)
         del self.running[info.slug]
         self._fill()
         error = error_path(self.outdir, info.slug)

@@ -412,6 +412,22 @@ def test_bench_all_makes_inputs_ahead_in_workers(tmp_path, capsys):
     assert "inputs ready" in out and (tmp_path / f"{days.find(27).slug}.json").exists()
 
 
+def test_workers_share_a_reference(tmp_path):
+    """The attention days share their benchmark problem: the first worker computes its reference, the
+    others load it (course.prepare.shared_references)."""
+    from course import prepare
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return np.arange(5.0)
+
+    first = prepare.shared_references(tmp_path)("k", compute)
+    again = prepare.shared_references(tmp_path)("k", compute)  # another worker's store, the same folder
+    assert calls == [1] and np.array_equal(first, again)
+
+
 def test_bench_all_stops_a_day_past_its_limit(tmp_path, capsys):
     """A day over its --day-limit is reported with the step it was in, and bench_all goes on."""
     import time
@@ -422,7 +438,7 @@ def test_bench_all_stops_a_day_past_its_limit(tmp_path, capsys):
     class Ready:  # inputs already made: the limit is on the timing alone
         notes, waited_s = {}, 0.0
 
-        def get(self, info, timeout=None):
+        def get(self, info, **waiting):
             return lambda k: None
 
         def done(self, info):
@@ -497,3 +513,65 @@ def test_resident_blocks_asks_the_driver():
     assert 1 <= fits <= 5
     _big_shared_kernel[2, 128](out)  # the overload resident_blocks compiled is the one the launch runs
     assert len(_big_shared_kernel.overloads) == 1
+
+
+def test_bench_run_with_prepared_inputs_end_to_end(monkeypatch):
+    """bench.run's whole path (inputs made elsewhere, every version timed, re-checked and rated, where
+    its seconds went) with the simulator standing in for the GPU and a stand-in clock: what a GPU
+    visit runs, short of the CUDA events."""
+    from types import SimpleNamespace
+
+    from course import bench
+
+    class Clock:
+        clock, warm_s = "events", 0.25
+
+        def time(self, fn, *args, repeats=30):
+            fn(*args)
+            return 2.0, 0.1
+
+    monkeypatch.setattr(bench, "ON_GPU", True)
+    monkeypatch.setattr(bench, "Timer", Clock)
+    monkeypatch.setattr(bench, "copy_peak_gbps", lambda timer: 1000.0)
+    monkeypatch.setattr(bench.cuda, "get_current_device", lambda: SimpleNamespace(name=b"stand-in"))
+    sol = days.load_solution(1)
+    prepared = bench.prepare(sol, 1000)
+    steps = []
+    result = bench.run_sizes(1, sizes=[1000], prepared=lambda k: prepared, with_library=False, progress=steps.append)
+    assert [r.version for r in result.rows] == list(days.versions(sol))
+    assert all(r.checked == "ok" for r in result.rows), [r.checked for r in result.rows]
+    assert all(set(r.seconds) == {"warm", "timed", "check"} and r.seconds["warm"] == 0.25 for r in result.rows)
+    assert result.rows[0].gbps == prepared.nbytes / 2e-3 / 1e9
+    assert not any("making the inputs" in s for s in steps)  # made once, elsewhere
+    # A wrong version is caught by the re-check, not rated: the reference made elsewhere is what counts.
+    wrong = bench.Prepared(prepared.inputs, prepared.expected * 2, prepared.nbytes, prepared.flops)
+    result = bench.run(1, 1000, prepared=wrong, with_library=False)
+    assert all(r.checked != "ok" for r in result.rows)
+
+
+def test_cuda_array_interface_sync_is_off():
+    """course.device turns off Numba's synchronisation on a CuPy argument's stream (see there)."""
+    from numba.cuda.core import config
+
+    assert config.CUDA_ARRAY_INTERFACE_SYNC == 0
+
+
+@pytest.mark.gpu
+def test_a_cupy_argument_does_not_stall_the_host():
+    """With a 20 ms spin queued, a launch taking a CuPy array returns before the spin ends: the host
+    goes on queueing while the GPU works (with Numba's default sync it would wait for the spin)."""
+    import cupy
+
+    from course import bench
+
+    x = cupy.zeros(256, dtype=cupy.float32)
+    _big_shared_kernel[2, 128](x)  # compiled outside the probe
+    cuda.synchronize()
+    bench._spin[1, 1](20_000_000)
+    after_spin = cuda.event()
+    after_spin.record()
+    _big_shared_kernel[2, 128](x)
+    waited = after_spin.query()
+    cuda.synchronize()
+    assert not waited, "the launch waited for the GPU: NUMBA_CUDA_ARRAY_INTERFACE_SYNC is not 0"
+    assert cupy.asnumpy(x)[:128].tolist() == list(range(128))
