@@ -271,13 +271,15 @@ def _compiler_table(module, title: str, reports: dict | None = None) -> Table:
     from course import compiler
     from course.grading import stub_hint
 
-    table = Table("kernel", "regs", "smem B", "stack B", "spill st/ld", "ld/st.shared", "ld.const",
-                  "ld/st.local", "shfl", "bar", "atom", "global ld", title=title)
+    table = Table("kernel", "regs", "warps/SM", "smem B", "stack B", "spill st/ld", "ld/st.shared", "ld.const",
+                  "ld/st.local", "shfl", "bar", "atom", "global ld", title=title,
+                  caption="warps/SM: the most an SM holds at this register count (sm_90; blocks are resident whole)")
     kernels = getattr(module, "KERNELS", {})
     for label, r in (reports if reports is not None else compiler.reports(module)).items():
         c = r.count
         stub = label in kernels and stub_hint(kernels[label][0])
-        table.add_row(f"{label} [yellow](not written)[/]" if stub else label, str(r.registers), str(r.shared_bytes),
+        table.add_row(f"{label} [yellow](not written)[/]" if stub else label, str(r.registers),
+                      str(r.warps_by_registers), str(r.shared_bytes),
                       str(r.stack_bytes), f"{r.spill_stores}/{r.spill_loads}", f"{c('ld.shared')}/{c('st.shared')}",
                       str(c("ld.const")), f"{c('ld.local')}/{c('st.local')}", str(c("shfl.sync")), str(c("bar.sync")),
                       str(c("atom")), str(c("ld.global") + c("ld (generic)")))

@@ -60,6 +60,13 @@ class CompileError(RuntimeError):
     """A kernel failed to compile; the message carries the compiler's words."""
 
 
+# sm_90's register file, for the occupancy the registers allow (KernelReport.warps_by_registers).
+WARP = 32
+REGISTERS_PER_SM = 65536
+REGISTER_UNIT = 256  # registers are allocated to a warp in units of 256
+MAX_WARPS_PER_SM = 64
+
+
 @dataclass
 class KernelReport:
     name: str
@@ -77,6 +84,14 @@ class KernelReport:
     @property
     def uses_local_memory(self) -> bool:
         return self.stack_bytes > 0 or self.count("ld.local") + self.count("st.local") > 0
+
+    @property
+    def warps_by_registers(self) -> int:
+        """Warps an SM can hold at this register count (sm_90): registers come a warp at a time in units
+        of 256 (8 a thread) out of 65,536, and no SM holds more than 64 warps. Blocks are resident whole:
+        at 256 threads (8 warps) a kernel of 40 registers holds 51 warps' worth, so 6 blocks, 48 warps."""
+        per_warp = -(-max(self.registers, 1) * WARP // REGISTER_UNIT) * REGISTER_UNIT
+        return min(MAX_WARPS_PER_SM, REGISTERS_PER_SM // per_warp)
 
     @property
     def loads_in_flight(self) -> int:

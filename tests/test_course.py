@@ -575,3 +575,11 @@ def test_a_cupy_argument_does_not_stall_the_host():
     cuda.synchronize()
     assert not waited, "the launch waited for the GPU: NUMBA_CUDA_ARRAY_INTERFACE_SYNC is not 0"
     assert cupy.asnumpy(x)[:128].tolist() == list(range(128))
+
+
+@pytest.mark.parametrize("registers, warps", [(32, 64), (40, 51), (56, 36), (66, 28), (128, 16), (255, 8)])
+def test_warps_an_sm_holds_at_a_register_count(registers, warps):
+    """sm_90's register file: 65,536 registers, allocated to a warp 256 at a time, at most 64 warps."""
+    from course.compiler import KernelReport
+
+    assert KernelReport("k", registers=registers).warps_by_registers == warps
