@@ -12,7 +12,7 @@ One concern a module:
     checking   compare with the reference       bench      time versions on a GPU
     compiler   PTX and resource reports         cli        python -m course ...
     exercises  exercises from solutions         notebook   a notebook's TARGET: yours or the solution
-    wide       16-byte loads and stores (float4)
+    wide       16-byte loads and stores (float4)   flags      relaxed loads for polling another block
 """
 
 from course.device import Device, choose

@@ -69,6 +69,7 @@ from solutions.day29_scan_decoupled_lookback import (  # day 29's single pass: i
     clear_status_kernel,
     look_back,
     pack,
+    read_status,
 )
 
 TITLE = "Stream compaction: flags, scan, scatter"
@@ -278,23 +279,23 @@ def look_back_packed(status, tile, aggregate, lane):
     """Called by the 32 lanes of warp 0 of the block holding tile `tile` (> 0), after lane 0 published
     status[tile] = aggregate << 2 | AGGREGATE. Returns, in lane 0, the kept count of tiles 0..tile-1.
 
-    Window of 32 predecessors at a time: lane l reads status[w - l] (w = tile - 1 first) through an
-    atomic (a plain load could be hoisted out of the spin), spinning while it is 0 (that tile took
+    Window of 32 predecessors at a time: lane l reads status[w - l] (w = tile - 1 first) with day 29's
+    read_status (a plain load could be hoisted out of the spin), spinning while it is 0 (that tile took
     its ticket, so it is running and will publish). A ballot of "flag == PREFIX" finds the nearest
     predecessor holding an inclusive prefix: lanes up to it (no PREFIX lane below them,
     ballot & lanemask_lt == 0) contribute their value (word >> 2), the others 0; warp_sum folds
     them into lane 0. No PREFIX in the window: add all 32 and move the window 32 tiles back. Tile 0
     always publishes a PREFIX, so the walk ends there at the latest."""
-    # EXERCISE: windows of 32 tiles: atomic reads, spin while 0; ballot the PREFIXes; warp_sum up to the nearest
+    # EXERCISE: windows of 32 tiles: read_status, spin while 0; ballot the PREFIXes; warp_sum up to the nearest
     exclusive = int32(0)
     w = tile - 1
     while True:
         j = w - lane
         word = uint64(PREFIX)  # before tile 0 (never reached: tile 0 holds a PREFIX)
         if j >= 0:
-            word = cuda.atomic.add(status, j, uint64(0))
+            word = read_status(status, j)
             while word == 0:
-                word = cuda.atomic.add(status, j, uint64(0))
+                word = read_status(status, j)
         done = uint32(cuda.ballot_sync(FULL_MASK, (word & uint64(3)) == uint64(PREFIX)))
         value = int32(word >> uint64(2))
         if done & cuda.lanemask_lt() != 0:

@@ -59,6 +59,7 @@ from course import cuda, launch
 from numba import int32, uint32, uint64  # numba names only after the course import
 from solutions.day17_warp_shuffles import warp_sum  # day 17's shuffle fold
 from solutions.day22_histogram import BINS, COPIES, SLOTS  # day 22's replicated shared bins
+from solutions.day29_scan_decoupled_lookback import read_status  # day 29's poll of a status word
 from solutions.day31_stream_compaction import (  # day 31's one-pass compaction pieces
     AGGREGATE,
     ITEMS,
@@ -291,7 +292,7 @@ def look_back_pair(status, tile, lane):
     """Day 31's decoupled look-back, for a status word carrying two counts: (less << 33) | (equal << 2)
     | flag (each count < 2^31, so packed words add field by field). Called by warp 0 of tile > 0; returns
     in lane 0 the packed counts (flags cleared) of tiles 0..tile-1."""
-    # EXERCISE: windows of 32: atomic reads spinning while 0; ballot of PREFIX; sum the words up to the nearest one
+    # EXERCISE: windows of 32: read_status spinning while 0; ballot of PREFIX; sum the words up to the nearest one
     ex_less = int32(0)
     ex_eq = int32(0)
     w = tile - 1
@@ -299,9 +300,9 @@ def look_back_pair(status, tile, lane):
         j = w - lane
         word = uint64(PREFIX)  # before tile 0 (never reached: tile 0 publishes a PREFIX)
         if j >= 0:
-            word = cuda.atomic.add(status, j, uint64(0))  # an atomic read: a plain load could be hoisted
+            word = read_status(status, j)  # day 29's: a plain load could be hoisted out of the spin
             while word == 0:
-                word = cuda.atomic.add(status, j, uint64(0))
+                word = read_status(status, j)
         done = uint32(cuda.ballot_sync(FULL, (word & uint64(3)) == uint64(PREFIX)))
         lv = int32(word >> uint64(33))  # the two counts, unpacked: day 17's int32 shuffle sum for each
         ev = int32((word >> uint64(2)) & uint64(0x7FFFFFFF))

@@ -583,3 +583,32 @@ def test_warps_an_sm_holds_at_a_register_count(registers, warps):
     from course.compiler import KernelReport
 
     assert KernelReport("k", registers=registers).warps_by_registers == warps
+
+
+def _loop_loads(ptx: str) -> list[list[str]]:
+    """For each loop of a kernel's PTX (a label that a later branch jumps back to): its load instructions."""
+    import re
+
+    body = [ln.split("//")[0].strip() for ln in ptx.splitlines()]
+    loops = []
+    for i, line in enumerate(body):
+        label = re.match(r"^(\$\w+):$", line)
+        if not label:
+            continue
+        jump = re.compile(rf"\bbra(\.uni)?\s+{re.escape(label.group(1))};")
+        back = [j for j in range(i + 1, len(body)) if jump.search(body[j])]
+        if back:
+            loops.append([ln for ln in body[i:back[-1]] if ln.startswith("ld.") and not ln.startswith("ld.param")])
+    return loops
+
+
+def test_a_relaxed_load_stays_in_its_spin_loop():
+    """course.flags.load_relaxed: the status word is loaded again every time round (ld.relaxed.gpu inside
+    the loop), where a plain load is hoisted out and the spin never sees another block's write."""
+    from course import compiler
+
+    reports = compiler.reports(days.ROOT / "tests" / "spin_kernels.py")
+    relaxed = _loop_loads(reports["relaxed"].ptx)
+    assert relaxed and all(any(ln.startswith("ld.relaxed.gpu.b64") for ln in loop) for loop in relaxed), relaxed
+    plain = _loop_loads(reports["plain"].ptx)
+    assert plain and not any(plain), f"a plain load stayed in the loop: {plain}"  # what the relaxed load is for

@@ -126,13 +126,15 @@ def test_fence_before_publishing(label):
 
 @pytest.mark.parametrize("label", ["optimized", "optimized.int32"])
 def test_look_back_reads_status_atomically(label):
-    """Numba has no volatile load: a plain load of a status word in a spin loop may be hoisted or
-    served stale from L1. The look-back reads the words through a 64-bit atomic (add 0, or, cas)."""
+    """A plain load of a status word in a spin loop may be hoisted or served stale from L1. The
+    look-back reads the words whole and fresh: a relaxed (or volatile, or acquire) 64-bit load
+    (course.flags.load_relaxed), or a 64-bit atomic (add 0, or, cas)."""
     lines = _ptx_lines(label)
     read = re.compile(r"^(?:@!?%\w+\s+)?(?:atom\.global\S*\.(?:add|or|cas|max|and)\S*\.[bu]64|"
                       r"ld\.(?:volatile|relaxed|acquire)\S*\.[bu]64)\b")
     assert any(read.match(ln) for ln in lines), (
-        f"{label}: no atomic 64-bit read in the PTX; read status words with cuda.atomic.add(status, j, uint64(0))")
+        f"{label}: no relaxed or atomic 64-bit read in the PTX; read status words with "
+        "flags.load_relaxed(status, j) (or cuda.atomic.add(status, j, uint64(0)))")
 
 
 def test_tile_scan_in_registers_and_shuffles():

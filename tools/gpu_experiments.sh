@@ -67,11 +67,12 @@ json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), 
     sweeps)
       # Swept on the H200 before (results/h200/sweeps/): day 21 OPT_THREADS, 58 SPLIT_WARPS, 89
       # BLOCKS_PER_SM, 78 LOAD_WORDS, 10 ROWS, 9 COLS; these are the ones the lessons name as not yet run.
-      # Grids sized for more blocks an SM than the registers let in (make inspect): day 55's for 8 blocks
-      # of 256 at 40 registers a thread (6 fit), day 62's for 8 at 66 (3 fit), day 18's for 6 at 55 (4 fit).
+      # Days 55 and 62 now cap their grids at the blocks an SM their registers let in (launch.resident_blocks:
+      # 6 of 8 and 3 of 8), so BLOCKS_PER_SM above that changes nothing: the sweep checks it, and times 4.
+      # Day 29's look-back polls with a relaxed load (course.flags) or, as measured so far, an atomic.
       for spec in "day9 9 WIDE_ROWS=4,8,16" "day55_blocks 55 BLOCKS_PER_SM=4,6,8" "day55_fastmath 55 FASTMATH=False,True" \
                   "day62_blocks 62 BLOCKS_PER_SM=3,8" "day18_blocks 18 BLOCKS_PER_SM=4,6" "day63 63 ROWS=2,4" \
-                  "day31 31 OPT_ITEMS=16,32"; do
+                  "day31 31 OPT_ITEMS=16,32" "day29_poll 29 RELAXED_POLL=False,True"; do
         read -r -a a <<< "$spec"
         step "sweep_${a[0]}" "$limit" $py tools/sweep.py "${a[@]:1}" --out "$out/sweeps/${a[0]}.json"
       done

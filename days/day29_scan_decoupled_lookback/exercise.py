@@ -50,7 +50,7 @@ Everything else in this file is given. Grade with:  make check DAY=29
 
 import numpy as np
 
-from course import DEVICE, cuda, launch
+from course import DEVICE, cuda, flags, launch
 from numba import uint32, uint64
 from solutions.day28_scan_brent_kung import (  # noqa: F401  (the days' problem: the graders read these)
     RTOL,
@@ -78,6 +78,9 @@ CHUNK = WARP * ITEMS  # elements one warp scans: lane l holds elements l, l + 32
 FLAG_X = 0  # nothing published yet (the status array starts zeroed)
 FLAG_A = 1  # the low bits hold the tile's aggregate: the sum of its own elements
 FLAG_P = 2  # the low bits hold the tile's inclusive prefix: the sum of tiles 0 .. k
+# How the look-back polls a status word: a relaxed load (True) or an atomic add of 0 (False); see
+# read_status. A knob for tools/sweep.py: the H200 decides which polls faster.
+RELAXED_POLL = True
 # float32 sizes: one element; a tile -1 and +1; primes over many tiles (the largest: 11 tiles of 1024
 # in the simulator, so every tile but the first looks back). int32 sizes are the grader's.
 TEST_SIZES = (1, TILE - 1, TILE + 1, 4099, 11261)
@@ -104,8 +107,13 @@ def unpack(cell, word):
 
 @cuda.jit(device=True)
 def read_status(status, j):
-    """Tile j's status word, read through an atomic (an add of 0): Numba has no volatile load, and a
-    plain load in a spin loop may be hoisted out of it (or served from a stale L1 line)."""
+    """Tile j's status word as its block last published it. A plain load in a spin loop may be hoisted
+    out of it (or served from a stale L1 line). RELAXED_POLL: a relaxed load (course.flags:
+    ld.relaxed.gpu, fresh from L2 every time, as CUB polls); otherwise an atomic add of 0, just as fresh
+    but a read-modify-write that the word's L2 slice performs one at a time, queued with every other
+    poll of the word and with the publishing atomic."""
+    if RELAXED_POLL:
+        return flags.load_relaxed(status, j)
     return cuda.atomic.add(status, j, uint64(0))
 
 

@@ -57,7 +57,7 @@ What you write (each raises NotImplementedError with its hint until you do):
                            barrier, merge (29 lines)
   select_digit_kernel      read r; scan the 256 counts (shuffles, warp totals); barrier; the digit holding r updates
                            state (19 lines)
-  look_back_pair           windows of 32: atomic reads spinning while 0; ballot of PREFIX; sum the words up to the
+  look_back_pair           windows of 32: read_status spinning while 0; ballot of PREFIX; sum the words up to the
                            nearest one (21 lines)
   gather_kernel            ballots and counts; barrier; warp 0 scans both, publishes, looks back; barrier; write the
                            kept pairs (41 lines)
@@ -74,6 +74,7 @@ from course import cuda, launch
 from numba import int32, uint32, uint64  # numba names only after the course import
 from solutions.day17_warp_shuffles import warp_sum  # day 17's shuffle fold
 from solutions.day22_histogram import BINS, COPIES, SLOTS  # day 22's replicated shared bins
+from solutions.day29_scan_decoupled_lookback import read_status  # day 29's poll of a status word
 from solutions.day31_stream_compaction import (  # day 31's one-pass compaction pieces
     AGGREGATE,
     ITEMS,
@@ -253,8 +254,8 @@ def look_back_pair(status, tile, lane):
     """Day 31's decoupled look-back, for a status word carrying two counts: (less << 33) | (equal << 2)
     | flag (each count < 2^31, so packed words add field by field). Called by warp 0 of tile > 0; returns
     in lane 0 the packed counts (flags cleared) of tiles 0..tile-1."""
-    raise NotImplementedError("Day 38: windows of 32: atomic reads spinning while 0; ballot of PREFIX; sum the words "
-                              "up to the nearest one (21 lines)")
+    raise NotImplementedError("Day 38: windows of 32: read_status spinning while 0; ballot of PREFIX; sum the words up "
+                              "to the nearest one (21 lines)")
 
 
 @cuda.jit
