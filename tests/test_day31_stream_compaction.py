@@ -1,7 +1,8 @@
 """Day 31 grader: stream compaction, x[x > threshold] in order. A global atomic counter (the set is
 right, the order is not: compared sorted), flags + block scan + scatter (stable, two passes), one pass
 with warp ballots and a decoupled look-back between 4096-element tiles (stable), and the same one pass
-on float4 loads, 16384-element tiles, per-warp staging and day 29's look-back (stable)."""
+on float4 loads, 16384-element tiles, per-warp staging and day 29's look-back (stable), and that pass
+in day 29's tile shape, the kept elements stored straight from registers (stable)."""
 
 import numpy as np
 import pytest
@@ -12,11 +13,12 @@ from course.grading import Grader
 g = Grader(31)
 sol = g.solution
 ORDERED = [v for v in sol.VERSIONS if v not in sol.UNORDERED]
-ONE_PASS = ["warp_aggregated", "optimized"]
+ONE_PASS = ["warp_aggregated", "optimized", "direct"]
 
 # Compaction moves values, it computes none: every kept element must come out bit for bit.
 test_matches_reference = g.matches_reference(versions=ONE_PASS, rtol=0.0)
 test_optimized_over_many_tiles = g.matches_reference(sol.OPT_SIZES, versions=["optimized"], rtol=0.0)
+test_direct_over_many_tiles = g.matches_reference(sol.DIRECT_SIZES, versions=["direct"], rtol=0.0)
 test_scan_matches_reference = g.matches_reference(sol.SCAN_SIZES, versions=["scan"], rtol=0.0)
 test_hard_inputs = g.matches_reference(sol.HARD_CASES, versions=ORDERED, rtol=0.0)
 test_hard_inputs_over_tiles = g.matches_reference(sol.TILE_CASES, versions=ONE_PASS, rtol=0.0)
@@ -127,16 +129,25 @@ def _word(flag, value):
 LOOK_BACK_CASES = {"P-adjacent": 39, "P-36-back": 3, "P-at-tile-0": 0}
 
 
+def _launch_after_presets(version, d_x, threshold, d_status, d_counter, out):
+    """Three blocks of the version's kernel over status words preset by hand."""
+    if version == "optimized":
+        g.target.compact_kernel[3, sol.OPT_THREADS](d_x, np.int32(0), np.float32(threshold), d_status, d_counter, out)
+    else:
+        g.target.compact_direct_kernel[3, sol.DIRECT_THREADS](d_x, np.float32(threshold), d_status, d_counter, out)
+
+
 @pytest.mark.parametrize("case", list(LOOK_BACK_CASES))
-def test_optimized_look_back_adds_aggregates_until_a_prefix(case):
+@pytest.mark.parametrize("version", ["optimized", "direct"])
+def test_optimized_look_back_adds_aggregates_until_a_prefix(version, case):
     """The simulator runs blocks one after another, so a look-back there always finds its predecessor
     done. Here the status words of 40 earlier tiles are set by hand (aggregates after the nearest P,
     wrong values before it; the ticket counter starts at 40) and the kernel compacts the 3 tiles after
     them, the last one ragged: their kept elements must land at the prefix the look-back adds up, each
     tile must end with FLAG_P and its inclusive count, and the last one must write the total to
     counter[1]."""
-    g.require_implemented("optimized")
-    tile, before = sol.OPT_TILE, 40
+    g.require_implemented(version)
+    tile, before = (sol.OPT_TILE if version == "optimized" else sol.DIRECT_TILE), 40
     n = (before + 3) * tile - 7
     (x, threshold), seed = g.inputs(n, "look-back", case)
     kept = x > np.float32(threshold)
@@ -153,12 +164,13 @@ def test_optimized_look_back_adds_aggregates_until_a_prefix(case):
             status[k] = _word(sol.FLAG_A, counts[k])
     d_x, d_status, d_counter = launch.to_device(x, status, np.array([before, -1], dtype=np.int32))
     out = cuda.to_device(np.full(n, np.nan, dtype=np.float32))
-    g.target.compact_kernel[3, sol.OPT_THREADS](d_x, np.int32(0), np.float32(threshold), d_status, d_counter, out)
+    _launch_after_presets(version, d_x, threshold, d_status, d_counter, out)
     start = int(inclusive[-1])
     tail = x[before * tile:]
     want = tail[tail > np.float32(threshold)]
     got = out.copy_to_host()[start:start + want.size]
-    report = checking.compare(got, want, rtol=0.0, name=f"tiles {before}.. after a hand-made look-back ({case})")
+    report = checking.compare(got, want, rtol=0.0,
+                              name=f"{version}: tiles {before}.. after a hand-made look-back ({case})")
     assert report.ok, (f"{report.text}\n  (seed={seed}) the look-back must add the aggregate (flag A) of every "
                        "tile after the nearest P, then that P's prefix, and stop there")
     words = d_status.copy_to_host()[before:]
@@ -199,6 +211,22 @@ def test_optimized_loads_float4_votes_and_stages():
     assert rep.count("atom") >= 3, "optimized: atomics for the ticket, the status reads and the publishes"
     assert rep.stack_bytes == 0, (
         f"optimized: {rep.stack_bytes} bytes of stack: index the per-thread arrays with loop constants only")
+
+
+def test_direct_votes_and_stores_from_registers():
+    """v5's idea in the PTX: ballots and popc rank the kept lanes, nothing staged (the only shared memory
+    is the 8 warp totals and the tile's slot), two barriers, atomics for the ticket and the publishes,
+    and no local memory (16 floats a thread in registers)."""
+    rep = g.report("direct")
+    assert "vote.sync.ballot" in rep.ptx and "popc" in rep.ptx, (
+        "direct: rank the lanes' kept elements with cuda.ballot_sync and cuda.popc")
+    # ptxas counts 1 KB a block besides the kernel's own arrays (the block's reserved shared memory on sm_90)
+    assert rep.shared_bytes <= 2048, (
+        f"direct: {rep.shared_bytes} bytes of shared memory: store the kept elements from registers, not staged")
+    assert rep.count("bar.sync") >= 2, "direct: a barrier before the warp totals are read, one after the look-back"
+    assert rep.count("atom") >= 3, "direct: atomics for the ticket and the publishes"
+    assert rep.stack_bytes == 0, (
+        f"direct: {rep.stack_bytes} bytes of stack: index the per-thread arrays with loop constants only")
 
 
 def test_scan_version_scans_in_shared_memory_without_atomics():
