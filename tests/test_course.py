@@ -410,6 +410,7 @@ def test_bench_all_makes_inputs_ahead_in_workers(tmp_path, capsys):
     assert code == 0, out
     assert seen == [27]
     assert "inputs ready" in out and (tmp_path / f"{days.find(27).slug}.json").exists()
+    assert "of it, waiting" in out and "warm 0 s" in out  # the visit's seconds, split
 
 
 def test_workers_share_a_reference(tmp_path):
@@ -448,7 +449,8 @@ def test_bench_all_stops_a_day_past_its_limit(tmp_path, capsys):
         progress("timing the versions")
         time.sleep(30)
 
-    args = SimpleNamespace(day_limit=1.0, out=tmp_path)
+    totals = dict.fromkeys(("waiting", "warm", "timed", "check"), 0.0)
+    args = SimpleNamespace(day_limit=1.0, out=tmp_path, totals=totals)
     start = time.perf_counter()
     assert bench_all.run_day(days.find(27), Ready(), runner, args) is False
     assert time.perf_counter() - start < 10

@@ -77,6 +77,7 @@ def main(argv: list[str], runner=None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     chosen = [info for info in days.all_days() if not args.days or info.number in args.days]
+    args.totals = dict.fromkeys(("waiting", "warm", "timed", "check"), 0.0)  # where the visit's seconds went
     failed = 0
     begun = time.perf_counter()
     # `timeout` ends a visit's run with SIGTERM: exit through the finally below, so no worker outlives it.
@@ -89,7 +90,9 @@ def main(argv: list[str], runner=None) -> int:
         finally:
             ahead.close()
     print(f"bench_all: {len(chosen)} days in {time.perf_counter() - begun:.0f} s, {failed} failed "
-          f"({args.jobs} workers ahead, {args.day_limit:.0f} s a day)", flush=True)
+          f"({args.jobs} workers ahead, {args.day_limit:.0f} s a day); of it, "
+          + ", ".join(f"{k} {v:.0f} s" for k, v in args.totals.items())
+          + " (warm: the warm-up calls, compiling included; the rest: the copy rate and the host)", flush=True)
     return 1 if failed else 0
 
 
@@ -109,6 +112,7 @@ def run_day(info, ahead: prepare.Ahead, runner, args) -> bool:
             progress(f"inputs made here: {ahead.notes[info.slug]}")
         else:
             progress(f"inputs ready (waited {ahead.waited_s:.1f} s)")
+        args.totals["waiting"] += ahead.waited_s
         start = time.perf_counter()
         with limit(args.day_limit):
             result = runner(info.number, prepared=prepared, progress=progress)
@@ -123,6 +127,9 @@ def run_day(info, ahead: prepare.Ahead, runner, args) -> bool:
     finally:
         ahead.done(info)
     bench.save_json(result, args.out / f"{info.slug}.json")
+    for row in result.rows:
+        for k, v in row.seconds.items():
+            args.totals[k] += v
     rows = "  ".join(f"{r.version}={r.ms * 1e3:.1f}us/{r.pct_peak:.0f}%/{r.speedup:.2f}x"
                      + ("" if r.checked == "ok" else "/WRONG") for r in result.rows)
     # The finishing time: gpu_check.sh logs the SM clock alongside, to match a slow row to its clock.
