@@ -297,11 +297,13 @@ def optimized(x, bias, approximate):
     # Flat views (no copy): quad q starts 16 q bytes into the allocation, always 16-byte aligned,
     # where row r of a width that is not a multiple of 4 starts at 4 r cols bytes, not aligned.
     n = rows * cols
-    args = [d_x.reshape(n), d_bias, out.reshape(n), cols, 0, _exact(approximate)]
-    # The whole grid resident at once: as many blocks an SM as its registers let in, at most 8.
-    args[4] = threads = grid_threads(rows, cols, launch.resident_blocks(bias_gelu_kernel, THREADS, *args,
-                                                                        most=BLOCKS_PER_SM))
-    bias_gelu_kernel[launch.blocks(threads, THREADS), THREADS](*args)
+    x_flat, out_flat, exact = d_x.reshape(n), out.reshape(n), _exact(approximate)
+    # The whole grid resident at once: as many blocks an SM as the kernel's registers let in, at most 8
+    # (the driver asked with the launch's argument types; the thread count's value plays no part).
+    per_sm = launch.resident_blocks(bias_gelu_kernel, THREADS, x_flat, d_bias, out_flat, cols, 0, exact,
+                                    most=BLOCKS_PER_SM)
+    threads = grid_threads(rows, cols, per_sm)
+    bias_gelu_kernel[launch.blocks(threads, THREADS), THREADS](x_flat, d_bias, out_flat, cols, threads, exact)
     return launch.result(out, x, bias)
 
 
