@@ -656,6 +656,15 @@ def _kept(word_array, shift=0, index=0):
     return int(word_array.copy_to_host()[index]) >> shift
 
 
+def _status_words(tiles):
+    """Day 29's status words, (tiles,) uint64, and a (2,) int32 counter ([0]: the ticket; [1]: the kept
+    count the last tile writes), zeroed by day 29's clear kernel."""
+    status = cuda.device_array((tiles,), dtype=np.uint64)
+    counter = cuda.device_array((2,), dtype=np.int32)
+    clear_status_kernel[launch.grid_stride_blocks(tiles, 256), 256](status, counter)
+    return status, counter
+
+
 def _shift(d):
     """How many elements into its 16-byte line x[0] sits (0 when x starts on the 16-byte grid)."""
     where = getattr(d, "__cuda_array_interface__", None) or getattr(d, "__array_interface__", None)
@@ -711,9 +720,7 @@ def optimized(x, threshold):
         return launch.result(out, x)
     shift = _shift(d_x)
     tiles = launch.blocks(n + shift, OPT_TILE)
-    status = cuda.device_array((tiles,), dtype=np.uint64)  # (tiles,) zeroed by day 29's clear kernel
-    counter = cuda.device_array((2,), dtype=np.int32)  # [0]: the ticket counter; [1]: the kept count
-    clear_status_kernel[launch.grid_stride_blocks(tiles, 256), 256](status, counter)
+    status, counter = _status_words(tiles)
     compact_kernel[tiles, OPT_THREADS](d_x, np.int32(shift), t, status, counter, out)
     return launch.result(out[:_kept(counter, index=1)], x)
 
@@ -726,9 +733,7 @@ def direct(x, threshold):
     if n == 0:
         return launch.result(out, x)
     tiles = launch.blocks(n, DIRECT_TILE)
-    status = cuda.device_array((tiles,), dtype=np.uint64)  # (tiles,) zeroed by day 29's clear kernel
-    counter = cuda.device_array((2,), dtype=np.int32)  # [0]: the ticket counter; [1]: the kept count
-    clear_status_kernel[launch.grid_stride_blocks(tiles, 256), 256](status, counter)
+    status, counter = _status_words(tiles)
     compact_direct_kernel[tiles, DIRECT_THREADS](d_x, t, status, counter, out)
     return launch.result(out[:_kept(counter, index=1)], x)
 
