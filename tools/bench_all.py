@@ -52,6 +52,17 @@ def limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
+def scratch_root() -> str | None:
+    """Where the workers' pickles wait for their turn: /dev/shm (memory, no disk in the way) when it has
+    room for several days' inputs (32 GB), else the default temporary folder (a container's /dev/shm is
+    often 64 MB)."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return "/dev/shm" if st.f_bavail * st.f_frsize >= 32 << 30 else None
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench_all", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="folder for one JSON per day")
@@ -82,7 +93,7 @@ def main(argv: list[str], runner=None) -> int:
     begun = time.perf_counter()
     # `timeout` ends a visit's run with SIGTERM: exit through the finally below, so no worker outlives it.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    with tempfile.TemporaryDirectory(prefix="bench_inputs_") as scratch:
+    with tempfile.TemporaryDirectory(prefix="bench_inputs_", dir=scratch_root()) as scratch:
         ahead = prepare.Ahead(chosen, Path(scratch), args.jobs)
         try:
             for info in chosen:
