@@ -65,7 +65,8 @@ VERSIONS = ("naive", "optimized")
 VEC = wide.WIDTH  # words in one 16-byte access
 THREADS = 256  # 8 warps a block
 BLOCKS_PER_SM = 8  # 64 warps an SM at most; fewer where the registers do not fit them
-ROWS = 2  # token rows a warp copies at once
+ROWS = 2  # token rows a warp copies at once: the kernels copy a pair (warp_rows), so 2 only
+assert ROWS == 2, "ROWS: the gather kernels copy a pair of rows a trip (warp_rows); no other count"
 DTYPES = ("float32", "float16")
 # (vocab, hidden, tokens[, "float16"][, "repeats"]): a single element; hidden 3, 5, 127, 129, 4097 (the
 # 4-byte path and its tail), 4 and 128 (16-byte rows); tokens 1 and primes (an odd last row of a pair;

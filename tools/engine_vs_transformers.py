@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "model's dtype, the engine keeps both in float32)")
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and the prompts (default %(default)s)")
     p.add_argument("--json", metavar="PATH", help="also write the numbers to this JSON file")
+    p.add_argument("--profile", metavar="PATH",
+                   help="also run the engine once more under cProfile (warm, after the timed runs) and write its "
+                        "stats here (python -m pstats PATH)")
     return p
 
 
@@ -140,19 +143,40 @@ def main(argv=None) -> int:
           f"{a.max_new} new each; engine KV budget {kv_blocks} pages x {bs}")
 
     # --- the engine ----------------------------------------------------------------------------------
+    def fresh_engine(**kw):
+        engine = eng.Engine(ckpt.model, bs, kv_blocks, dtype=a.dtype, **kw)
+        for r in range(a.batch):
+            engine.add_request(r, prompts[r, :lens[r]], int(outs[r]))
+        return engine
+
+    # Served twice, timed both times: the first run compiles what the workload's shapes ask for (Numba
+    # specialisations, CuPy's reductions) on top of a tiny warm-up; the second is a server that has
+    # been up a while. transformers gets the same: its warm-up is the whole batch too.
     eng.serve(ckpt.model, prompts[:2], lens[:2].copy(), np.full(2, 2, np.int32), bs, kv_blocks, dtype=a.dtype)  # JIT
-    # The engine built (weights to the device, the caches allocated) before the clock starts, as the
-    # transformers model is moved to the GPU before its: both times are serving only.
-    t0 = time.perf_counter()
-    engine = eng.Engine(ckpt.model, bs, kv_blocks, dtype=a.dtype)
-    for r in range(a.batch):
-        engine.add_request(r, prompts[r, :lens[r]], int(outs[r]))
-    torch.cuda.synchronize()
-    setup_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    outputs = engine.run()
-    torch.cuda.synchronize()
-    engine_s = time.perf_counter() - t0
+    engine_runs = []
+    for _ in range(2):
+        # The engine built (weights to the device, the caches allocated) before the clock starts, as the
+        # transformers model is moved to the GPU before its: both times are serving only.
+        t0 = time.perf_counter()
+        engine = fresh_engine()
+        torch.cuda.synchronize()
+        setup_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        outputs = engine.run()
+        torch.cuda.synchronize()
+        engine_runs.append(time.perf_counter() - t0)
+    engine_first_s, engine_s = engine_runs
+    # The split: every phase synchronised on its way in and out (slower than the runs above).
+    phased = fresh_engine(profile=True)
+    phased.run()
+    phases = dict(phased.stats.phases)
+    if a.profile:
+        import cProfile
+
+        profiled = fresh_engine()
+        with cProfile.Profile() as prof:
+            profiled.run()
+        prof.dump_stats(a.profile)
     got = np.full((a.batch, a.max_new), -1, dtype=np.int32)
     for r, out in outputs.items():
         got[r, :len(out)] = out
@@ -175,7 +199,7 @@ def main(argv=None) -> int:
         return seq[:, width:].cpu().numpy().astype(np.int32)
 
     every = list(range(a.batch))
-    generate(every[:2])  # warm-up
+    generate(every)  # warm-up: the whole batch, as the engine's
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     hf_batch = generate(every)
@@ -195,7 +219,8 @@ def main(argv=None) -> int:
     # --- the report ----------------------------------------------------------------------------------
     generated = a.batch * a.max_new
     padded = 1 - float(lens.sum()) / (a.batch * lens.max())
-    rows = [("engine (paged, continuous batching)", engine_s),
+    rows = [("engine, first run", engine_first_s),
+            ("engine (paged, continuous batching)", engine_s),
             ("transformers generate, one padded batch", hf_batch_s),
             (f"transformers generate, {len(buckets)} buckets of {a.bucket}", hf_bucket_s)]
     print(f"\n{'':44s} {'seconds':>9s} {'tokens/s':>10s}")
@@ -208,11 +233,16 @@ def main(argv=None) -> int:
           f"the rest (matmuls, norms, the fused RoPE kernel, scheduling, the host) {rest:.3f} s; "
           f"{st.steps} steps, {st.preemptions} preemptions, peak {st.peak_running} sequences at once; "
           f"checkpoint load {load_s:.2f} s, engine setup (weights to the device, the caches) {setup_s:.2f} s")
+    total = sum(phases.values())
+    split = sorted(phases.items(), key=lambda kv: -kv[1])
+    print(f"engine phases (each synchronised; {total:.3f} s in all): "
+          + ", ".join(f"{k} {v:.3f} s ({100 * v / total:.0f} %)" for k, v in split))
     result = {"config": {k: getattr(a, k) for k in ("layers", "d_model", "heads", "kv_heads", "head_dim", "hidden",
                                                     "vocab", "batch", "min_prompt", "max_prompt", "max_new",
                                                     "block_size", "bucket", "dtype", "init", "seed")},
               "parameters": params, "device": DEVICE.describe(), "tie": tie, "prompt_padding": padded,
               "engine": {"seconds": engine_s, "tokens_per_s": generated / engine_s, "run_seconds": st.seconds,
+                         "first_run_seconds": engine_first_s, "phases": phases,
                          "setup_seconds": setup_s,
                          "attention_seconds": st.attention_seconds, "rest_seconds": rest, "steps": st.steps,
                          "preemptions": st.preemptions, "peak_running": st.peak_running},

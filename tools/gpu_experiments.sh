@@ -4,7 +4,8 @@
 #   names (default: all, in this order; each under its own time limit, so one that hangs costs only
 #   its own minutes and the log still says how far it got):
 #     paged_bound   day 89's "What bounds it" table (tools/paged_bound.py)
-#     streams       day 50's stage times at 2^26 floats, 128 FMAs an element, 12 / 16 / 20 / 24 chunks
+#     streams       day 50's stage times at 2^26 floats, 128 FMAs an element, 16 to 48 chunks, and
+#                   the host's microseconds a chunk to plan and to issue
 #     engine        day 90's `make run` (decode-heavy) with its split, the prefill-heavy mix, fp16, the
 #                   host's hot spots under cProfile (tools/engine_profile.py), --gpus 1
 #     recheck       make bench of the rows a target hangs on, three times over (days 21 and 86)
@@ -37,13 +38,15 @@ for name in "${names[@]}"; do
       step paged_bound "$limit" $py tools/paged_bound.py --json "$out/paged_bound.json" ;;
     streams)
       step streams "$limit" $py -c "
-import json
+import json, time
 from solutions import day50_streams_overlap as d
 x = d.make_inputs(1 << 26)[0]
-rows = {c: d.stage_times(x, 128, c) for c in (12, 16, 20, 24)}
-for c, t in rows.items():
-    print(c, {k: round(v, 3) if isinstance(v, float) else v for k, v in t.items()})
-json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), indent=1, default=float)
+rows = {}
+for c in (16, 24, 32, 48):
+    t0 = time.perf_counter()
+    rows[c] = t = d.stage_times(x, 128, c, repeats=3)
+    print(c, round(time.perf_counter() - t0, 1), 's:', {k: round(v, 3) if isinstance(v, float) else v for k, v in t.items()}, flush=True)
+    json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), indent=1, default=float)
 " ;;
     engine)
       step engine "$limit" $py -m course run

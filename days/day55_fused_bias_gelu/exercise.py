@@ -83,7 +83,7 @@ BIAS_SCALE = 0.5
 # False, libdevice's erfcf (math.erfc). FASTMATH compiles the fused kernel with fast exp and division
 # (ex2.approx, div.approx: a few ulp, far inside the 1e-4 tolerance).
 ERFC_FIT = True
-FASTMATH = False
+FASTMATH = True
 
 
 def sizes(n) -> tuple[int, int, str]:
