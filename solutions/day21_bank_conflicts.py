@@ -81,6 +81,10 @@ OPT_ROWS = OPT_TILES * TILE
 OPT_THREADS = 256  # threads a block, 1-D; 8 blocks an SM fill its 2048 threads
 LOAD_STEPS = OPT_ROWS * TILE // VEC // OPT_THREADS  # 16-byte loads a thread, all in flight at once
 assert LOAD_STEPS * OPT_THREADS * VEC == OPT_ROWS * TILE and OPT_THREADS % 32 == 0, "threads must split the region"
+# The order the blocks take the regions in: 0, row by row (the blocks running at once read whole rows
+# of x and write 256-byte pieces of every row of out); g > 0, g columns of regions down every band
+# first, so that both sides come in runs (day 54's grouped order).
+REGION_GROUP = 0
 
 
 def make_inputs(n, seed: int = 0):
@@ -188,13 +192,24 @@ def transpose_swizzled_kernel(x, out):
 
 
 @cuda.jit(device=True)
-def region_origin(cols):
-    """(r0, c0): the first row and column of x in this block's OPT_ROWS x TILE region, the regions
-    numbered row by row over a 1-D grid, as tile_origin numbers the tiles."""
+def region_origin(rows, cols):
+    """(r0, c0): the first row and column of x in this block's OPT_ROWS x TILE region, over a 1-D grid.
+    REGION_GROUP = 0: the regions numbered row by row, as tile_origin numbers the tiles. REGION_GROUP
+    = g: g columns of regions at a time, walked down every band of OPT_ROWS rows before the next g
+    (the last group as wide as what is left), day 54's grouped order."""
     tiles_c = uint32((cols + TILE - 1) // TILE)
     b = uint32(cuda.blockIdx.x)
-    tr = b // tiles_c  # a 32-bit divide, once a thread
-    return int64(tr) * OPT_ROWS, int64(b - tr * tiles_c) * TILE
+    if REGION_GROUP == 0:  # a constant: the compiler keeps one branch
+        tr = b // tiles_c  # a 32-bit divide, once a thread
+        return int64(tr) * OPT_ROWS, int64(b - tr * tiles_c) * TILE
+    bands = uint32((rows + OPT_ROWS - 1) // OPT_ROWS)
+    per_group = uint32(REGION_GROUP) * bands
+    group = b // per_group
+    first = group * uint32(REGION_GROUP)
+    width = min(uint32(REGION_GROUP), tiles_c - first)
+    k = b - group * per_group
+    band = k // width
+    return int64(band) * OPT_ROWS, int64(first + k - band * width) * TILE
 
 
 @cuda.jit
@@ -221,7 +236,7 @@ def transpose_optimized_kernel(x, out):
     # (TILE, OPT_ROWS): row c of the tile is a row of out. 16-byte aligned for the ld/st.shared.v4 reads.
     tile = cuda.shared.array((TILE, OPT_ROWS), float32, alignment=16)
     rows, cols = x.shape
-    r0, c0 = region_origin(cols)
+    r0, c0 = region_origin(rows, cols)
     t = uint32(cuda.threadIdx.x)
     interior = r0 + OPT_ROWS <= rows and c0 + TILE <= cols  # the same for every thread of the block
     # Load: a warp's lanes are 4 rows x 8 chunks of x: four 128-byte runs, every sector whole. Each
