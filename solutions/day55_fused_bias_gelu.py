@@ -33,7 +33,9 @@ kernel >= 90 % of the copy rate, and faster than torch. Measured on the H200 at 
 6.46x naive, 2.3x faster than torch's 325.2 us; exact ("none") 158.1 us, 3,396 GB/s, 80.5 % (9.5 points
 short: erfcf costs 10 % over tanh), 6.20x naive, 2.1x faster than torch's 324.5 us.
 Since then the exact path computes erfc by erfc_fit (erfc64's fit in float32: ~37 PTX instructions an element
-fewer than libdevice's erfcf; ERFC_FIT = False goes back), and FASTMATH is a knob: H200 re-measure both forms.
+fewer than libdevice's erfcf; ERFC_FIT = False goes back), the grid holds only the blocks that fit an SM, and
+the fused kernel is compiled with fast math (ex2.approx, div.approx). Swept on the H200 in one run: tanh
+139.6 us (91.7 % of copy; 142.8 us, 88.8 % without fast math), exact 141.5 us (90.6 %; 145.7, 87.1 %).
 """
 
 import math
@@ -70,7 +72,7 @@ X_SCALE = 2.0  # x ~ N(0, 2^2), bias ~ N(0, 0.5^2): z covers GELU's bend and bot
 BIAS_SCALE = 0.5
 # The exact path's erfc: True, erfc_fit (the reference's own Chebyshev fit, in float32: ~20 instructions);
 # False, libdevice's erfcf (math.erfc). FASTMATH compiles the fused kernel with fast exp and division
-# (ex2.approx, div.approx: a few ulp, far inside the 1e-4 tolerance).
+# (ex2.approx, div.approx: a few ulp, far inside the 1e-4 tolerance): 3-4 us of 142-146 on the H200.
 ERFC_FIT = True
 FASTMATH = True
 
