@@ -96,19 +96,26 @@ def main(argv: list[str]) -> int:
 
 
 class Ahead:
-    """Workers making the host side of the days to come, a few at a time, in the order they are timed.
+    """Workers making the host side of the days to come, in the order they are timed.
 
     ``get(info)`` waits for that day's worker and returns a function of the size index giving its
     Prepared, or None where the worker failed (the benchmark then makes it itself, and ``notes`` says
-    why). At most ``jobs`` workers run, and at most ``jobs`` days' files wait on disk: a day's files are
-    deleted once it has been timed."""
+    why). At most ``jobs`` workers run at once, and at most ``keep`` days (default 2 x jobs) are ahead
+    of the GPU, made or being made: a day's files are deleted once it has been timed. A finished day
+    does not hold a worker's place, so the workers run as far ahead as ``keep`` lets them: a day whose
+    reference takes minutes (the attention days') starts while the days before it are timed, not only
+    when the one before it has its turn. ``seconds`` holds each finished worker's wall time (seen from
+    here: to within the few seconds between two looks)."""
 
-    def __init__(self, infos, outdir: Path, jobs: int):
+    def __init__(self, infos, outdir: Path, jobs: int, keep: int | None = None):
         self.queue = list(infos)
         self.outdir = Path(outdir)
         self.outdir.mkdir(parents=True, exist_ok=True)
         self.jobs = max(1, jobs)
-        self.running: dict[str, subprocess.Popen] = {}
+        self.keep = max(self.jobs, keep if keep is not None else 2 * self.jobs)
+        self.running: dict[str, subprocess.Popen] = {}  # started and not yet timed: running or finished
+        self.started: dict[str, float] = {}
+        self.seconds: dict[str, float] = {}  # slug -> the worker's wall time, once it has finished
         self.notes: dict[str, str] = {}
         self.waited_s = 0.0  # how long the last get() waited for its worker
         self._fill()
@@ -121,35 +128,57 @@ class Ahead:
         # for its launches (a version timed by the wall clock counts its host time).
         threads = str(max(1, (os.cpu_count() or 2) // (self.jobs + 1)))
         env = dict(os.environ, **{k: threads for k in BLAS_THREADS})
+        self.started[info.slug] = time.perf_counter()
         self.running[info.slug] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=days.ROOT,
                                                    env=env, preexec_fn=lambda: os.nice(10))
         log.close()
 
+    def _active(self) -> int:
+        """Workers still running; a finished one's wall time goes into ``seconds``."""
+        active = 0
+        for slug, proc in self.running.items():
+            if proc.poll() is None:
+                active += 1
+            elif slug not in self.seconds:
+                self.seconds[slug] = time.perf_counter() - self.started[slug]
+        return active
+
     def _fill(self) -> None:
-        while self.queue and len(self.running) < self.jobs:
+        active = self._active()
+        while self.queue and len(self.running) < self.keep and active < self.jobs:
             self._start(self.queue.pop(0))
+            active += 1
 
     def get(self, info, timeout: float | None = None, heartbeat=None, every: float = 30.0):
         """Wait for ``info``'s worker (at most ``timeout`` seconds; ``heartbeat(seconds)`` called every
         ``every`` seconds while it runs); then start the next day's."""
         self.waited_s = 0.0
         proc = self.running.get(info.slug)
+        if proc is None and info in self.queue:  # its turn came before a worker's place did: start it now
+            self.queue.remove(info)
+            self._start(info)
+            proc = self.running[info.slug]
         if proc is None:  # not queued ahead (a day given twice, or asked out of order): made in-process
             return None
         waited = time.perf_counter()
+        beat = waited
+        poll = min(every, 2.0)  # how often a worker that finished meanwhile is replaced
         while True:
             left = None if timeout is None else timeout - (time.perf_counter() - waited)
             try:
-                proc.wait(timeout=every if left is None else max(0.0, min(every, left)))
+                proc.wait(timeout=poll if left is None else max(0.0, min(poll, left)))
                 break
             except subprocess.TimeoutExpired:
-                if left is not None and left <= every:
+                if left is not None and left <= poll:
                     proc.kill()
                     proc.wait()
                     self.notes[info.slug] = f"its worker was still making the inputs after {timeout:.0f} s"
                     break
-                if heartbeat:
-                    heartbeat(time.perf_counter() - waited)
+                self._fill()
+                if heartbeat and time.perf_counter() - beat >= every:
+                    beat = time.perf_counter()
+                    heartbeat(beat - waited)
+        self._active()  # its wall time, before it leaves the list
         del self.running[info.slug]
         self._fill()
         error = error_path(self.outdir, info.slug)
@@ -172,9 +201,9 @@ class Ahead:
         if proc is not None:
             proc.kill()
             proc.wait()
-            self._fill()
         for path in self.outdir.glob(f"{info.slug}.*"):
             path.unlink(missing_ok=True)
+        self._fill()
 
     def close(self) -> None:
         for proc in self.running.values():

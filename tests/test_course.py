@@ -615,3 +615,29 @@ def test_a_relaxed_load_stays_in_its_spin_loop():
     assert relaxed and all(any(ln.startswith("ld.relaxed.gpu.b64") for ln in loop) for loop in relaxed), relaxed
     plain = _loop_loads(reports["plain"].ptx)
     assert plain and not any(plain), f"a plain load stayed in the loop: {plain}"  # what the relaxed load is for
+
+
+def test_workers_run_ahead_past_finished_days(tmp_path):
+    """A finished worker does not hold its place: with one worker and room for three days, the second
+    and third days are made while the first waits for its turn, one after another, each timed."""
+    import time
+
+    from course import prepare
+
+    infos = [days.find(d) for d in (27, 2, 17)]  # a few seconds each on one core
+    ahead = prepare.Ahead(infos, tmp_path, jobs=1, keep=3)
+    try:
+        assert len(ahead.running) == 1, "one worker at a time"
+        deadline = time.perf_counter() + 120
+        while len(ahead.seconds) < 3 and time.perf_counter() < deadline:
+            ahead._fill()  # what get() does while it waits
+            time.sleep(0.2)
+        assert set(ahead.seconds) == {i.slug for i in infos}, f"made ahead: {sorted(ahead.seconds)}"
+        assert all(s > 0 for s in ahead.seconds.values())
+        for info in infos:
+            prepared = ahead.get(info)
+            assert prepared is not None and prepared(0) is not None, f"{info.slug}: no inputs"
+            assert ahead.waited_s < 5, f"{info.slug} was made ahead, yet its turn waited {ahead.waited_s:.1f} s"
+            ahead.done(info)
+    finally:
+        ahead.close()

@@ -6,8 +6,9 @@ Prints one fixed-format line per day as it goes; the README's results table is b
 files by tools/readme_tables.py.
 
 The GPU times one day at a time. What needs only the host runs ahead: ``--jobs`` worker processes
-(course.prepare) make the next days' inputs and references while the GPU times the current day, so a
-day's turn starts with its inputs ready. The re-check after timing compares on the GPU
+(course.prepare) make the next days' inputs and references while the GPU times the current day, up to
+2 x jobs days ahead, so a day's turn starts with its inputs ready (an attention day's float64
+reference takes minutes: it has to start a dozen days early). The re-check after timing compares on the GPU
 (course.checking). A day whose timing runs past ``--day-limit`` seconds is stopped, reported as TIMEOUT
 with the step it was in, and the next day starts: one slow day cannot take a visit's ten minutes.
 """
@@ -122,7 +123,9 @@ def run_day(info, ahead: prepare.Ahead, runner, args) -> bool:
         if info.slug in ahead.notes:
             progress(f"inputs made here: {ahead.notes[info.slug]}")
         else:
-            progress(f"inputs ready (waited {ahead.waited_s:.1f} s)")
+            made = getattr(ahead, "seconds", {}).get(info.slug)
+            progress(f"inputs ready (waited {ahead.waited_s:.1f} s"
+                     + ("" if made is None else f"; its worker took {made:.1f} s") + ")")
         args.totals["waiting"] += ahead.waited_s
         start = time.perf_counter()
         with limit(args.day_limit):
