@@ -9,7 +9,9 @@
 #     engine        day 90's `make run` (decode-heavy) with its split, the prefill-heavy mix, fp16, the
 #                   host's hot spots under cProfile (tools/engine_profile.py), --gpus 1
 #     recheck       make bench of the rows a target hangs on, three times over (days 21 and 86)
-#     hf            day 90 against transformers' generate() (tools/engine_vs_transformers.py), fp16 and fp32
+#     hf            day 90 against transformers' generate() (tools/engine_vs_transformers.py), fp32 (with
+#                   a profile of a warm run, hf_fp32.prof) and fp16
+#     overhead      the host's microseconds a launch (tools/launch_overhead.py) and the copy rate by size
 #     sweeps        the knobs the lessons name as not yet swept (tools/sweep.py; rows in sweeps/*.json)
 # LIMIT_S=n caps each experiment (default 150 s). OUTDIR.tgz, rewritten after every experiment, holds
 # them all (one file to copy back: keep OUTDIR itself outside what the visit returns). The whole list
@@ -18,7 +20,7 @@ out=${1:-out/experiments}; shift || true
 mkdir -p "$out/sweeps"
 limit=${LIMIT_S:-150}
 export PYTHONUNBUFFERED=1
-names=("$@"); [ ${#names[@]} -gt 0 ] || names=(paged_bound streams engine recheck hf sweeps)
+names=("$@"); [ ${#names[@]} -gt 0 ] || names=(overhead paged_bound streams hf engine recheck sweeps)
 py=${PYTHON:-python3}  # the GPU machine's python3 has the packages; PYTHON=.venv/bin/python here
 
 step() {  # step NAME SECONDS COMMAND...: one experiment, its output in OUTDIR/NAME.log
@@ -61,8 +63,24 @@ for c in (16, 24, 32, 48):
         echo "== engine_nccl: skipped, cupy.cuda.nccl has no NCCL library here"
       fi ;;
     hf)
-      step hf_fp16 "$limit" $py tools/engine_vs_transformers.py --json "$out/hf_fp16.json"
-      step hf_fp32 "$limit" $py tools/engine_vs_transformers.py --dtype float32 --json "$out/hf_fp32.json" ;;
+      step hf_fp32 "$limit" $py tools/engine_vs_transformers.py --dtype float32 --json "$out/hf_fp32.json" \
+        --profile "$out/hf_fp32.prof"
+      step hf_fp16 "$limit" $py tools/engine_vs_transformers.py --json "$out/hf_fp16.json" ;;
+    overhead)
+      step launch_overhead "$limit" $py tools/launch_overhead.py --json "$out/launch_overhead.json"
+      # The copy rate the lessons' percentages divide by is a 1 GB copy's; a 140 us kernel moves a quarter
+      # of that, and a copy of its own size may not reach the same rate (launch, ramp, tail).
+      step copy_by_size "$limit" $py -c "
+import json
+import course
+from course import bench
+t = bench.Timer()
+rows = {}
+for mb in (64, 128, 256, 512, 1024, 2048):
+    rows[mb] = bench.copy_peak_gbps(t, mb << 20)
+    print(mb, 'MB each way:', round(rows[mb], 1), 'GB/s', flush=True)
+json.dump(rows, open('$out/copy_by_size.json', 'w'), indent=1)
+" ;;
     recheck)
       for i in 1 2 3; do
         step "recheck_$i" "$limit" $py tools/bench_all.py "$out/recheck_$i" 21 86
@@ -75,7 +93,7 @@ for c in (16, 24, 32, 48):
       # Day 29's look-back polls with a relaxed load (course.flags) or, as measured so far, an atomic.
       for spec in "day9 9 WIDE_ROWS=4,8,16" "day55_blocks 55 BLOCKS_PER_SM=4,6,8" "day55_fastmath 55 FASTMATH=False,True" \
                   "day62_blocks 62 BLOCKS_PER_SM=3,8" "day18_blocks 18 BLOCKS_PER_SM=4,6" "day63 63 ROWS=2,4" \
-                  "day31 31 OPT_ITEMS=16,32" "day29_poll 29 RELAXED_POLL=False,True"; do
+                  "day31 31 OPT_ITEMS=16,32" "day29_poll 29 RELAXED_POLL=False,True" "day21_order 21 REGION_GROUP=0,1,2,4,8,16"; do
         read -r -a a <<< "$spec"
         step "sweep_${a[0]}" "$limit" $py tools/sweep.py "${a[@]:1}" --out "$out/sweeps/${a[0]}.json"
       done
