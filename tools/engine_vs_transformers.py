@@ -6,7 +6,10 @@ solutions/llama_checkpoint.py into the engine, serves a batch of prompts of mixe
 model.generate(do_sample=False) on the same prompts: once as one left-padded batch with an attention
 mask, and once a prompt-length bucket at a time (the padded batch makes every prompt as long as the
 longest). Prints tokens/s of each, how often the greedy tokens agree (a divergence where the engine's
-top-2 logit gap is under --tie is a near-tie, named, not a failure) and the engine's time split.
+top-2 logit gap is under --tie is a near-tie, named, not a failure) and the engine's time split. Both
+sides are warmed up on the whole workload's shapes: the engine is timed twice (a first run, which pays
+for whatever its shapes still compile, and a second, the figure compared), then once more with every
+phase synchronised for the split; --profile PATH adds a cProfile of one more warm run.
 
     python3 tools/engine_vs_transformers.py                       # the default shape
     python3 tools/engine_vs_transformers.py --layers 2 --batch 8 --max-new 16 --json out.json
