@@ -371,15 +371,15 @@ def timeline(x, iters, chunks: int = CHUNKS) -> dict:
     with _buffers(x) as (h_in, h_out, d_x, d_out, streams):
         pipeline(h_in, h_out, d_x, d_out, iters, streams, chunks)  # warm-up
         h_out[:] = np.nan
+        steps = plan(h_in, h_out, d_x, d_out, streams, chunks)  # issue's steps, with events between them
         t0 = cuda.event()
         t0.record()
         marks = []
-        for k, (lo, hi) in enumerate(chunk_bounds(n, chunks)):
-            s = streams[k % len(streams)]
+        for k, (lo, hi, s, x_part, d_x_part, d_out_part, out_part) in enumerate(steps):
             marks.append((k, k % len(streams), marked(
-                s, lambda lo=lo, hi=hi, s=s: d_x[lo:hi].copy_to_device(h_in[lo:hi], stream=s),
+                s, lambda s=s, a=d_x_part, b=x_part: a.copy_to_device(b, stream=s),
                 lambda lo=lo, hi=hi, s=s: horner_kernel[_grid(hi - lo), THREADS, s](d_x, d_out, lo, hi, iters),
-                lambda lo=lo, hi=hi, s=s: d_out[lo:hi].copy_to_host(h_out[lo:hi], stream=s))))
+                lambda s=s, a=d_out_part, b=out_part: a.copy_to_host(b, stream=s))))
         cuda.synchronize()
         _verify(h_out, want, "overlapped timeline")
         overlapped_rows = bars(marks, t0)

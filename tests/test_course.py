@@ -437,7 +437,7 @@ def test_bench_all_stops_a_day_past_its_limit(tmp_path, capsys):
     bench_all = _bench_all()
 
     class Ready:  # inputs already made: the limit is on the timing alone
-        notes, waited_s = {}, 0.0
+        notes, waited_s, seconds = {}, 0.0, {}
 
         def get(self, info, **waiting):
             return lambda k: None

@@ -123,7 +123,7 @@ def run_day(info, ahead: prepare.Ahead, runner, args) -> bool:
         if info.slug in ahead.notes:
             progress(f"inputs made here: {ahead.notes[info.slug]}")
         else:
-            made = getattr(ahead, "seconds", {}).get(info.slug)
+            made = ahead.seconds.get(info.slug)
             progress(f"inputs ready (waited {ahead.waited_s:.1f} s"
                      + ("" if made is None else f"; its worker took {made:.1f} s") + ")")
         args.totals["waiting"] += ahead.waited_s
