@@ -13,6 +13,7 @@ One concern a module:
     compiler   PTX and resource reports         cli        python -m course ...
     exercises  exercises from solutions         notebook   a notebook's TARGET: yours or the solution
     wide       16-byte loads and stores (float4)   flags      relaxed loads for polling another block
+    prepared   a launch typed once, its arguments flattened by hand (host cost of a serving step)
 """
 
 from course.device import Device, choose

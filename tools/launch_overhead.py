@@ -5,9 +5,10 @@
 A decode step of day 90's engine is ~25 small launches a layer, each far shorter on the GPU than the
 host takes to issue it, so the step's time is the host's. This times each kind of call on its own,
 1000 calls in a row with the GPU left to catch up only at the end (the host's rate, not the kernel's):
-a Numba launch with Numba device arrays, the same launch handed CuPy arrays (each converted through
-__cuda_array_interface__ at the call), a launch with day 89's eleven arguments, Numba's allocation
-and slicing, and CuPy's elementwise, reduction and matmul calls at a decode step's sizes.
+a Numba launch with Numba device arrays, the same launch handed CuPy arrays (each converted at the
+call), a launch with day 89's eleven arguments, the same three through course.prepared (typed once,
+arguments flattened by hand), Numba's allocation and slicing, and CuPy's elementwise, reduction and
+matmul calls at a decode step's sizes.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def main(argv=None) -> int:
     import numpy as np
     from numba import float32
 
+    from course.prepared import prepare
+
     @cuda.jit
     def three(a, b, c):
         i = cuda.grid(1)
@@ -77,6 +80,14 @@ def main(argv=None) -> int:
         "numba launch, 3 CuPy arrays": lambda: three[n // 256, 256](*cp),
         "numba launch, 11 arguments (day 89's)": lambda: eleven[(4, 64, 1), 128](*args11, float32(0.1), 4, 20),
         "numba launch configured ahead, 3 Numba arrays": (lambda k: lambda: k(*nb))(three[n // 256, 256]),
+        "prepared launch (course.prepared), 3 Numba arrays": (lambda k: lambda: k(*nb))(
+            prepare(three, "void(float32[::1], float32[::1], float32[::1])")[n // 256, 256]),
+        "prepared launch, 3 CuPy arrays": (lambda k: lambda: k(*cp))(
+            prepare(three, "void(float32[::1], float32[::1], float32[::1])")[n // 256, 256]),
+        "prepared launch, 11 arguments (day 89's)": (lambda k: lambda: k(*args11, np.float32(0.1), 4, 20))(
+            prepare(eleven, "void(float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "
+                            "uint64[::1], uint64[::1], int32[:, ::1], int32[::1], float32, int32, int32)")
+            [(4, 64, 1), 128]),
         "cuda.device_array (64, 16, 64)": lambda: cuda.device_array((64, 16, 64), np.float32),
         "numba device array slice a[lo:hi]": lambda: nb[0][256:4096],
         "numba device array .view / reshape": lambda: nb[0].reshape(256, 256),
