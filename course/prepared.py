@@ -163,8 +163,9 @@ class _Launch:
 
     def __init__(self, prepared: PreparedKernel, griddim, blockdim, stream=0, sharedmem=0):
         self.prepared = prepared
-        if not ON_GPU:  # the simulator: the dispatcher's launch, after the same checks
-            self.call = prepared.kernel[(griddim, blockdim, stream, sharedmem)]
+        if not ON_GPU:  # the simulator: the dispatcher's launch, after the same checks, configured at each
+            # call (the simulator's kernel[config] sets the grid on the kernel itself and returns it)
+            self.call = (griddim, blockdim, stream, sharedmem)
             return
         from cuda.core import LaunchConfig
         from numba.cuda._compat import CUDA_CORE_GE_1_0
@@ -182,7 +183,7 @@ class _Launch:
         p = self.prepared
         if self.call is not None:  # the simulator
             _check_host_args(p, args)
-            return self.call(*args)
+            return p.kernel[self.call](*args)
         flat = flatten(p.params, args, p.name)
         if p._cufunc is None:
             p._cufunc = p._overload._codelibrary.get_cufunc().kernel  # loaded into this context once

@@ -38,16 +38,19 @@ import math
 import os
 import sys
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
 from course import DEVICE, ON_GPU, checking, cuda, launch
+from course.prepared import prepare
 from numba import float32
 from solutions import day78_paged_attention_v1 as pa
 from solutions import day87_chunked_prefill as chunked
 from solutions import day89_tuning_paged_attention as tuned
+from solutions import paged_attention_common as common
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 
 TITLE = "Capstone: the serving engine"
@@ -508,6 +511,92 @@ def attention_per_row(kernel=None):
     return step
 
 
+# --- a decode step's attention, planned once a step ------------------------------------------------
+
+_WORDS: dict = {}  # id(cache) -> {load words: the cache's flat word view}, dropped with the cache
+
+
+def _cache_words(cache, load_words: int):
+    """Day 78's kernel_words view of a layer's cache, made once per cache (each view is a Numba array
+    object, tens of microseconds of Python to build), not once per layer per step."""
+    views = _WORDS.get(id(cache))
+    if views is None:
+        views = _WORDS[id(cache)] = {}
+        weakref.finalize(cache, _WORDS.pop, id(cache), None)
+    if load_words not in views:
+        views[load_words] = pa.kernel_words(cache, load_words)
+    return views[load_words]
+
+
+class DecodePlan:
+    """Day 89's tuned launch (tuned.optimized) for one decode step, worked out once for all its layers.
+
+    Every layer of a step launches attention on the same tables, lengths and shapes; only q and the
+    layer's caches change. tuned.optimized would check the six inputs twice, pick the partition, fetch
+    the compiled kernel, build two word views of the caches and three output arrays, and let Numba's
+    dispatcher type eleven arguments, at every layer: hundreds of microseconds of host time around a
+    kernel of a few dozen. Here the first layer does the checks and the choices, the partition buffers
+    are allocated once and reused by every layer (one stream runs the layers in order: a layer's
+    outputs are consumed before the next layer's kernel overwrites them), the word views are made once
+    per cache, and each layer is one prepared launch (course.prepared), two where the context is split.
+    """
+
+    def __init__(self, q, key_cache, value_cache, tables, context_lens, scale, width: int):
+        tuned.check_inputs(q, key_cache, value_cache, tables, context_lens, scale)
+        self.tables, self.lens = tables, context_lens
+        num_seqs, num_heads, head_dim = q.shape
+        _, block_size, kv_heads, _ = key_cache.shape
+        heads = tuned.heads_per_block(num_heads, kv_heads, tuned.MAX_GROUP)
+        partition = tuned.tuned_partition(num_seqs, num_heads, kv_heads, width * block_size, block_size,
+                                          launch.sm_count())
+        self.part_pages = partition // block_size or width
+        parts = -(-width // self.part_pages)  # the table's capacity bounds every context
+        warps = tuned.DEFAULT_WARPS
+        if warps * heads * head_dim * 4 > common.STATIC_SHARED:
+            raise ValueError(f"{warps} warps x {heads} heads x head_dim {head_dim}: over the static shared memory")
+        kernel, self.load_words = common.launched_kernel(head_dim, np.dtype(key_cache.dtype).name, block_size,
+                                                         heads, warps)
+        sig = common.SIG_PAGED if self.load_words == 1 else common.SIG_PAGED_WIDE
+        self.attend = prepare(kernel, sig)[(num_heads // heads, num_seqs, parts), warps * pa.WARP]
+        self.part_out = launch.empty((num_seqs, num_heads, parts, head_dim), np.float32)
+        self.part_max = launch.empty((num_seqs, num_heads, parts), np.float32)
+        self.part_sum = launch.empty((num_seqs, num_heads, parts), np.float32)
+        self.scale = float32(scale * pa.LOG2E)
+        self.kv_heads = kv_heads
+        if parts == 1:  # one partition: its normalized output is the answer, seen in q's shape
+            self.out, self.reduce = self.part_out.reshape(q.shape), None
+        else:
+            self.out = launch.empty(q.shape, np.float32)
+            reduce_kernel, reduce_sig = tuned.DAY81_KERNELS["optimized.reduce"]
+            self.reduce = prepare(reduce_kernel, reduce_sig)[(num_heads, num_seqs), head_dim]
+            self.partition = partition
+
+    def __call__(self, q, key_cache, value_cache):
+        self.attend(self.part_out, self.part_max, self.part_sum, q, _cache_words(key_cache, self.load_words),
+                    _cache_words(value_cache, self.load_words), self.tables, self.lens, self.scale, self.kv_heads,
+                    self.part_pages)
+        if self.reduce is not None:
+            self.reduce(self.out, self.part_out, self.part_max, self.part_sum, self.lens, self.partition)
+        return self.out
+
+
+def decode_attention(tables, context_lens):
+    """An Engine attention's attend for a step of decodes only: the tables and lengths uploaded once, the
+    launch planned at the first layer (DecodePlan) and repeated by the others. Its output array is the
+    step's, reused by every layer: read it before the next layer's attention, as the engine does."""
+    d_tables, d_lens = launch.to_device(tables, context_lens)
+    width = tables.shape[1]
+    plan = None
+
+    def attend(q, key_cache, value_cache, scale):
+        nonlocal plan
+        if plan is None:
+            plan = DecodePlan(q, key_cache, value_cache, d_tables, d_lens, scale, width)
+        return plan(q, key_cache, value_cache)
+
+    return attend
+
+
 def attention_mixed(rows: StepRows):
     """The Engine's attention on a GPU. Decodes go through day 89's tuned PagedAttention launch (a block
     per KV head's group of query heads, long contexts split into partitions), prompts through day 87's
@@ -520,9 +609,7 @@ def attention_mixed(rows: StepRows):
     q_lens = np.diff(rows.query_start)
     n_dec = len(q_lens) if (q_lens == 1).all() else int(np.argmax(q_lens > 1))  # leading one-token sequences
     if n_dec == len(q_lens):  # decodes only (or one-token prompts): one table and one length a row already
-        d_tables, d_lens = launch.to_device(rows.tables, rows.context_lens)
-        return lambda q, key_cache, value_cache, scale: tuned.optimized(q, key_cache, value_cache, d_tables,
-                                                                        d_lens, scale)
+        return decode_attention(rows.tables, rows.context_lens)
     dec_tables, dec_lens = launch.to_device(rows.tables[:n_dec], rows.context_lens[:n_dec]) if n_dec else (None, None)
     split = int(rows.query_start[n_dec])  # the first prompt row
     query_start = np.ascontiguousarray(rows.query_start[n_dec:] - split)
@@ -700,6 +787,10 @@ class Engine:
         self._W32 = ({k: v.astype(np.float32) for k, v in self.W.items() if holds_fp16(k)}
                      if dtype == "float16" and not ON_GPU else None)
         self.cos_sin = launch.to_device(model.cos_sin)[0] if ON_GPU else model.cos_sin  # Numba's: no view a layer
+        # The fused RoPE + cache write, typed once for this engine's dtype: each layer's launch is then a
+        # prepared one (course.prepared), its qkv a CuPy array read in place (rope_and_cache checks and
+        # converts its arguments at every call, as a day's host function must).
+        self._rope = prepare(rope_cache_kernel, _ROPE_SIG_FP16 if self.dtype == np.float16 else _ROPE_SIG)
         shape = (num_blocks, block_size, c.num_kv_heads, c.head_dim)
         # NaN everywhere no token was written: a read past a context length cannot go unnoticed.
         nan = np.full(shape, np.nan, dtype=self.dtype)
@@ -843,6 +934,10 @@ class Engine:
         with self.phase("batch + uploads"):
             d_pos, d_slots = launch.to_device(positions, slots) if ON_GPU else (positions, slots)
             attend = self.attention(rows)  # the step's tables and lengths, uploaded once for every layer
+            # Every layer's rotated q goes to the same array in turn: a layer's attention reads it before
+            # the next layer's RoPE launch, behind it on the one stream, overwrites it.
+            q = launch.empty((len(tokens), c.num_heads, c.head_dim), np.float32)
+            rope = self._rope[launch.blocks(len(tokens) * (c.head_dim // 2), THREADS), THREADS]
         with self.phase("matmuls + norms"):
             x = W["embed"][xp.asarray(tokens)].astype(np.float32, copy=False)  # (rows, d_model): the residual
         scale = 1.0 / math.sqrt(c.head_dim)
@@ -851,9 +946,8 @@ class Engine:
                 qkv = self._mm(_rmsnorm(x, W[f"norm1.{i}"], c.norm_eps), f"wqkv.{i}")  # (rows, (H + 2 KVH) * D)
                 if f"bqkv.{i}" in W:  # Qwen2-style q/k/v biases
                     qkv = (qkv + W[f"bqkv.{i}"]).astype(self.dtype, copy=False)
-            with self.phase("rope + cache"):
-                q = rope_and_cache(qkv, d_pos, d_slots, self.cos_sin, self.key_cache[i], self.value_cache[i],
-                                   c.num_heads)
+            with self.phase("rope + cache"):  # rope_and_cache's kernel, launched as prepared above
+                rope(qkv, d_pos, d_slots, self.cos_sin, q, self.key_cache[i], self.value_cache[i])
             with self.phase("attention"), self.attention_time.span():
                 o = attend(q, self.key_cache[i], self.value_cache[i], scale)
             with self.phase("matmuls + norms"):

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 
+from course import checking, launch
 from course.grading import Grader
 
 g = Grader(90)
@@ -348,3 +349,26 @@ def test_greedy_picks_match_a_sort():
     np.testing.assert_array_equal(picks, logits.argmax(axis=1))
     np.testing.assert_array_equal(gaps, (top2[:, 1] - top2[:, 0]).astype(np.float64))
     assert picks[2] == 4 and gaps[2] == 0
+
+
+@pytest.mark.parametrize("cfg", [(3, 4, 2, 32, 4, 9, "float32"),  # three sequences: no split
+                                 (1, 2, 1, 32, 4, 29, "float16")])  # one block a partition: split and reduced
+def test_decode_plan_equals_the_tuned_launch_in_every_layer(cfg):
+    """decode_attention plans day 89's launch at a step's first layer and repeats it (prepared launches,
+    buffers reused): each layer's output, read before the next layer's call as the engine reads it, equals
+    tuned.optimized on that layer's caches; the split path (partitions and day 81's reduce) included."""
+    from solutions import day78_paged_attention_v1 as pa
+    from solutions import day89_tuning_paged_attention as tuned
+
+    seed = g.inputs(1, f"plan{cfg}")[1]
+    q, k, v, tables, lens, scale = pa.make_inputs(pa.Config(*cfg), seed=seed)
+    # a second layer on the same pages (one step: the same tables and lengths), other values; NaN stays
+    # where no token was written
+    layers = [(q, k, v), (q[:, ::-1].copy(), (k * np.float32(-1.5)).astype(k.dtype), (v + 1).astype(v.dtype))]
+    attend = g.target.decode_attention(tables, lens)
+    for q, k, v in layers:
+        d_q, d_k, d_v = launch.to_device(q, k, v)
+        got = checking.to_host(attend(d_q, d_k, d_v, scale))
+        expected = tuned.optimized(q, k, v, tables, lens, scale)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=f"seed {seed}")
+        assert np.isfinite(got).all()

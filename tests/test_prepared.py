@@ -148,3 +148,19 @@ def test_prepared_launch_takes_cupy_arrays_in_place():
     _axpy[launch.blocks(n, 64), 64](theirs, cx, cy3[:, 1:], np.float32(0.5), np.int32(n))
     np.testing.assert_array_equal(ours.get(), theirs.get())
     np.testing.assert_allclose(ours.get(), np.float32(0.5) * x + y3[:, 1], rtol=1e-6)
+
+
+def test_prepared_launches_keep_their_own_grids():
+    """Two configurations of one kernel, launched alternately (and the kernel configured directly in
+    between): each launch runs its own grid."""
+    n_small, n_big = 40, 300
+    x, y3 = _inputs(n_big, seed=3)
+    d_x, d_y3 = launch.to_device(x, y3)
+    p = prepare(_axpy, _SIG)
+    small, big = p[1, 64], p[launch.blocks(n_big, 64), 64]
+    for _ in range(2):
+        out = launch.empty((n_big,), np.float32)
+        small(out, d_x, d_y3[:, 1:], np.float32(1), n_small)
+        _axpy[1, 32]  # the kernel configured elsewhere between the two launches
+        big(out, d_x, d_y3[:, 1:], np.float32(1), n_big)
+        np.testing.assert_allclose(out.copy_to_host(), x + y3[:, 1], rtol=1e-6)
