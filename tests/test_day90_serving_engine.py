@@ -373,3 +373,47 @@ def test_decode_plan_equals_the_tuned_launch_in_every_layer(cfg):
         expected = tuned.optimized(q, k, v, tables, lens, scale)
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=f"seed {seed}")
         assert np.isfinite(got).all()
+
+
+@pytest.mark.parametrize("dtype", sol.DTYPES)
+def test_fused_sublayer_edges_keep_the_tokens(dtype):
+    """Engine(fused=True), what a GPU runs: day 59's fused add + RMSNorm at each residual add, the gate and
+    up projections as one GEMM over concatenated weights, and swiglu_kernel after it. The tokens follow the
+    float64 reference (the fp16-rounded one in float16) through prompt steps and decode steps, and the
+    weights it holds are the concatenated ones. (Small: day 59's blocks are 256 simulated threads.)"""
+    g.require_implemented("optimized")
+    seed = g.inputs(1, f"fused-{dtype}")[1]
+    model, prompts, prompt_lens, output_lens = sol.make_requests([3, 1], [3, 4], seed=seed)
+    xs = (model, prompts, prompt_lens, output_lens, 2, 8)
+    eng = g.target.Engine(model, 2, 8, dtype=dtype, fused=True)
+    for r, (p, n) in enumerate(zip(prompt_lens, output_lens)):
+        eng.add_request(r, prompts[r, :p], int(n))
+    assert "wgu.0" in eng.W and "wgate.0" not in eng.W
+    eng.run()
+    got = _outputs(eng, 4)
+    if dtype == "float16":
+        _assert_fp16_tokens(got, xs, seed, "fused fp16")
+    else:
+        expected, margins = sol._decode_all(*xs[:4])
+        same, ties, bad = sol.compare_tokens(got, expected, margins)
+        assert not bad and same + ties == 2, f"seed {seed}: " + "; ".join(bad)
+
+
+def test_swiglu_kernel_is_silu_of_the_gate_times_up():
+    """swiglu_kernel against float64 NumPy at an awkward width, gates from -100 (exp(-g) overflows float32:
+    silu's limit, -0) to 30, in float32 and into float16 (float16 gate and up, float32 arithmetic)."""
+    g.require_implemented("optimized")  # the fused engine's kernel
+    rng = np.random.default_rng(g.inputs(1, "swiglu")[1])
+    gate = np.concatenate([[-100.0, -30.0, 0.0, 30.0], rng.uniform(-8, 8, 3 * 37 - 4)]).reshape(3, 37)
+    gu = np.concatenate([gate, rng.standard_normal((3, 37))], axis=1)
+    for t in ("float32", "float16"):
+        held = gu.astype(t)
+        g64, u64 = held[:, :37].astype(np.float64), held[:, 37:].astype(np.float64)
+        out = launch.empty((3, 37), t)
+        with warnings.catch_warnings():  # the simulator's float32 exp(100) overflows to inf, as the GPU's does
+            warnings.simplefilter("ignore", RuntimeWarning)
+            g.target.swiglu_kernel[2, 32](launch.to_device(held)[0], out)
+        got = out.copy_to_host().astype(np.float64)
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, g64 / (1 + np.exp(-g64)) * u64, rtol=2e-3 if t == "float16" else 1e-5,
+                                   atol=1e-6)

@@ -54,10 +54,12 @@ import numpy as np
 from course import DEVICE, ON_GPU, checking, cuda, launch
 from course.prepared import prepare
 from numba import float32
+from solutions import day59_fused_add_rmsnorm as addnorm
 from solutions import day78_paged_attention_v1 as pa
 from solutions import day87_chunked_prefill as chunked
 from solutions import day89_tuning_paged_attention as tuned
 from solutions import paged_attention_common as common
+from solutions.day71_fused_mlp import silu
 from solutions.day76_block_tables import BlockManager, OutOfBlocksError
 
 TITLE = "Capstone: the serving engine"
@@ -452,6 +454,26 @@ def rope_and_cache(qkv, positions, slot_mapping, cos_sin, key_cache, value_cache
     return launch.result(query, qkv)
 
 
+@cuda.jit
+def swiglu_kernel(gate_up, out):
+    """The SwiGLU between the MLP's two GEMMs, on one GEMM's output: gate_up (rows, 2 * hidden) holds x Wg
+    in its first hidden columns and x Wu in the rest (the engine concatenates the two weights), and
+    out[r, c] = silu(gate) * up (day 71's silu) in float32, stored in out's dtype (float16 rounds once, as
+    the down projection's input would be). A grid-stride loop over out's flat index."""
+    hidden = out.shape[1]
+    i = cuda.grid(1)
+    while i < out.size:
+        r = i // hidden
+        c = i - r * hidden
+        out[r, c] = silu(float32(gate_up[r, c])) * float32(gate_up[r, hidden + c])
+        i += cuda.gridsize(1)
+
+
+_SWIGLU_SIG = "void({t}[:, ::1], {t}[:, ::1])"
+KERNELS["optimized.swiglu"] = (swiglu_kernel, _SWIGLU_SIG.format(t="float32"))
+KERNELS["optimized.swiglu.fp16"] = (swiglu_kernel, _SWIGLU_SIG.format(t="float16"))
+
+
 # --- the engine -----------------------------------------------------------------------------------
 
 
@@ -745,7 +767,7 @@ class Engine:
     """
 
     def __init__(self, model: Model, block_size: int, num_blocks: int, *, contiguous: bool = False,
-                 attention=None, dtype: str = "float32", profile: bool = False):
+                 attention=None, dtype: str = "float32", profile: bool = False, fused: bool | None = None):
         if dtype not in DTYPES:
             raise ValueError(f"dtype: expected one of {DTYPES}, got {dtype!r}")
         c = model.cfg
@@ -762,6 +784,21 @@ class Engine:
         self.attention = attention or (attention_mixed if ON_GPU else attention_per_row())
         xp = _xp()
         self.W = {k: xp.asarray(v) for k, v in model.astype(dtype).weights.items()}
+        # The sublayers' edges fused (on a GPU by default; the simulator's engine keeps NumPy there, where a
+        # launch of day 59's 256-thread blocks costs far more than the arithmetic, and a test turns it on):
+        # each residual add and the RMSNorm after it in one kernel (day 59), and the MLP's gate and up
+        # projections one GEMM over their concatenated weights with SwiGLU in one kernel after it: a
+        # layer's ~20 small CuPy kernels between the GEMMs become four launches.
+        self.fused = ON_GPU if fused is None else bool(fused)
+        if self.fused:
+            for i in range(c.num_layers):
+                self.W[f"wgu.{i}"] = xp.concatenate([self.W.pop(f"wgate.{i}"), self.W.pop(f"wup.{i}")], axis=1)
+            wide = c.d_model % addnorm.VEC == 0  # every array is a whole allocation: 16-byte aligned
+            any_sig = addnorm._SIG_FUSED_ANY.format(t="float32")
+            self._add_norm_kernel = (prepare(*addnorm.KERNELS["optimized"]) if wide else
+                                     prepare(addnorm.fused_add_rmsnorm_kernel, any_sig))
+            self._add_norm_wide = wide
+            self._swiglu = prepare(swiglu_kernel, _SWIGLU_SIG.format(t=self.dtype.name))
         # The host has no fp16 BLAS: keep float32 copies of the fp16 values (exact) for float32 GEMMs.
         self._W32 = ({k: v.astype(np.float32) for k, v in self.W.items() if holds_fp16(k)}
                      if dtype == "float16" and not ON_GPU else None)
@@ -859,7 +896,7 @@ class Engine:
         w = self.W[name]
         if self.dtype == np.float32:
             return a @ w
-        a = a.astype(np.float16)  # the activation between matmuls: rounded to fp16
+        a = a.astype(np.float16, copy=False)  # the activation between matmuls: rounded to fp16
         if self._W32 is not None:  # the host: exact fp16 products, summed in float32
             y = a.astype(np.float32) @ self._W32[name]
             return y if out is not None else y.astype(np.float16)
@@ -885,6 +922,31 @@ class Engine:
         is the whole sum. Tensor parallelism (solutions/tensor_parallel.py) all-reduces here."""
         return partial
 
+    def _add_norm(self, x, part, name: str, grid: int):
+        """(RMSNorm(x + part) * W[name], x + part) with the residual x float32; part None: nothing to add.
+        Fused: day 59's kernel, part widened to float32 first (the fp16 engine's GEMM output)."""
+        eps, g = self.cfg.norm_eps, self.W[name]
+        if part is None or not self.fused:
+            x = x if part is None else x + part  # fp16 + float32 -> float32
+            return _rmsnorm(x, g, eps), x
+        xp = _xp()
+        part = part.astype(np.float32, copy=False)
+        h, new_x = xp.empty(x.shape, np.float32), xp.empty(x.shape, np.float32)
+        args = (part, x, g, np.float32(eps)) + (() if self._add_norm_wide else (False,)) + (h, new_x)
+        self._add_norm_kernel[grid, addnorm.THREADS](*args)
+        return h, new_x
+
+    def _mlp(self, h, i: int, grid: int):
+        """SwiGLU's down projection input from h, then the projection: (silu(h Wg) * (h Wu)) Wd."""
+        if not self.fused:
+            # SwiGLU's sigmoid in float32: exp(-gate) overflows fp16 for gate < -11
+            gate = self._mm(h, f"wgate.{i}").astype(np.float32, copy=False)
+            return self._mm(gate / (1 + _xp().exp(-gate)) * self._mm(h, f"wup.{i}"), f"wdown.{i}")
+        gate_up = self._mm(h, f"wgu.{i}")  # (rows, 2 * hidden) in the engine's dtype
+        a = _xp().empty((h.shape[0], gate_up.shape[1] // 2), self.dtype)
+        self._swiglu[grid, THREADS](gate_up, a)
+        return self._mm(a, f"wdown.{i}")
+
     def forward(self, seqs):
         """Logits (len(seqs), vocab) float32 at each sequence's last new token."""
         with self.phase("batch + uploads"):
@@ -902,12 +964,19 @@ class Engine:
             # the next layer's RoPE launch, behind it on the one stream, overwrites it.
             q = launch.empty((len(tokens), c.num_heads, c.head_dim), np.float32)
             rope = self._rope[launch.blocks(len(tokens) * (c.head_dim // 2), THREADS), THREADS]
+            if self.fused:  # the step's grids, worked out once (each asks the device for its SM count)
+                norm_grid = addnorm._grid(len(tokens))
+                swiglu_grid = launch.grid_stride_blocks(len(tokens) * c.hidden, THREADS)
+            else:
+                norm_grid = swiglu_grid = 0
         with self.phase("matmuls + norms"):
             x = W["embed"][xp.asarray(tokens)].astype(np.float32, copy=False)  # (rows, d_model): the residual
         scale = 1.0 / math.sqrt(c.head_dim)
+        part = None  # the last sublayer's output, added to the residual x by the next norm
         for i in range(c.num_layers):
             with self.phase("matmuls + norms"):
-                qkv = self._mm(_rmsnorm(x, W[f"norm1.{i}"], c.norm_eps), f"wqkv.{i}")  # (rows, (H + 2 KVH) * D)
+                h, x = self._add_norm(x, part, f"norm1.{i}", norm_grid)
+                qkv = self._mm(h, f"wqkv.{i}")  # (rows, (H + 2 KVH) * D)
                 if f"bqkv.{i}" in W:  # Qwen2-style q/k/v biases
                     qkv = (qkv + W[f"bqkv.{i}"]).astype(self.dtype, copy=False)
             with self.phase("rope + cache"):  # rope_and_cache's kernel, launched as prepared above
@@ -915,16 +984,13 @@ class Engine:
             with self.phase("attention"), self.attention_time.span():
                 o = attend(q, self.key_cache[i], self.value_cache[i], scale)
             with self.phase("matmuls + norms"):
-                part = self._mm(_to_xp(o).reshape(len(tokens), -1), f"wo.{i}")
-            x = x + self.reduce(part)  # fp16 + float32 -> float32
-            with self.phase("matmuls + norms"):
-                h = _rmsnorm(x, W[f"norm2.{i}"], c.norm_eps)
-                # SwiGLU's sigmoid in float32: exp(-gate) overflows fp16 for gate < -11
-                gate = self._mm(h, f"wgate.{i}").astype(np.float32, copy=False)
-                part = self._mm(gate / (1 + xp.exp(-gate)) * self._mm(h, f"wup.{i}"), f"wdown.{i}")
-            x = x + self.reduce(part)
+                part = self.reduce(self._mm(_to_xp(o).reshape(len(tokens), -1), f"wo.{i}"))
+                h, x = self._add_norm(x, part, f"norm2.{i}", norm_grid)
+                part = self.reduce(self._mlp(h, i, swiglu_grid))
         with self.phase("matmuls + norms"):
-            return self._mm(_rmsnorm(x[xp.asarray(last)], W["norm_f"], c.norm_eps), "lm_head", out=np.float32)
+            rows_out = xp.asarray(last)  # only each sequence's last row reaches the head
+            x = x[rows_out] + part[rows_out]  # fp16 + float32 -> float32
+            return self._mm(_rmsnorm(x, W["norm_f"], c.norm_eps), "lm_head", out=np.float32)
 
     def step(self) -> None:
         with self.phase("schedule"):
