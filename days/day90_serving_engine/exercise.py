@@ -611,7 +611,8 @@ def attention_mixed(rows: StepRows):
     n_dec = len(q_lens) if (q_lens == 1).all() else int(np.argmax(q_lens > 1))  # leading one-token sequences
     if n_dec == len(q_lens):  # decodes only (or one-token prompts): one table and one length a row already
         return decode_attention(rows.tables, rows.context_lens)
-    dec_tables, dec_lens = launch.to_device(rows.tables[:n_dec], rows.context_lens[:n_dec]) if n_dec else (None, None)
+    # the decodes through the same planned launch as a decode-only step's (their rows lead: q[:n_dec])
+    dec_attend = decode_attention(rows.tables[:n_dec], rows.context_lens[:n_dec]) if n_dec else None
     split = int(rows.query_start[n_dec])  # the first prompt row
     query_start = np.ascontiguousarray(rows.query_start[n_dec:] - split)
     ctx = rows.context_lens[n_dec:]
@@ -626,8 +627,8 @@ def attention_mixed(rows: StepRows):
                 row_tables = launch.to_device(*rows.row_tables())
             return tuned.optimized(q, key_cache, value_cache, *row_tables, scale)
         out = _xp().empty(q.shape, dtype=np.float32)
-        if n_dec:
-            out[:n_dec] = _to_xp(tuned.optimized(q[:n_dec], key_cache, value_cache, dec_tables, dec_lens, scale))
+        if n_dec:  # copied out at once: the plan's output array is the next layer's too
+            out[:n_dec] = _to_xp(dec_attend(q[:n_dec], key_cache, value_cache, scale))
         out[split:] = _to_xp(chunked.launch_prefill(q[split:], key_cache, value_cache, *pre, scale))
         return out
 
