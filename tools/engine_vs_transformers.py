@@ -9,7 +9,9 @@ longest). Prints tokens/s of each, how often the greedy tokens agree (a divergen
 top-2 logit gap is under --tie is a near-tie, named, not a failure) and the engine's time split. Both
 sides are warmed up on the whole workload's shapes: the engine is timed twice (a first run, which pays
 for whatever its shapes still compile, and a second, the figure compared), then once more with every
-phase synchronised for the split; --profile PATH adds a cProfile of one more warm run.
+phase synchronised for the split, and twice with its sublayer edges unfused (Engine(fused=False): the
+norms, residual adds and SwiGLU as CuPy expressions) to show what the fusion buys; --profile PATH adds a
+cProfile of one more warm run.
 
     python3 tools/engine_vs_transformers.py                       # the default shape
     python3 tools/engine_vs_transformers.py --layers 2 --batch 8 --max-new 16 --json out.json
@@ -169,6 +171,19 @@ def main(argv=None) -> int:
         torch.cuda.synchronize()
         engine_runs.append(time.perf_counter() - t0)
     engine_first_s, engine_s = engine_runs
+    # The same engine with its sublayer edges as CuPy expressions (Engine(fused=False): RMSNorm, the
+    # residual adds and SwiGLU a kernel an operation), warmed the same way: what the fusion buys.
+    eng.serve(ckpt.model, prompts[:2], lens[:2].copy(), np.full(2, 2, np.int32), bs, kv_blocks, dtype=a.dtype,
+              fused=False)
+    unfused_runs = []
+    for _ in range(2):
+        unfused = fresh_engine(fused=False)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        unfused.run()
+        torch.cuda.synchronize()
+        unfused_runs.append(time.perf_counter() - t0)
+    unfused_s = unfused_runs[1]
     # The split: every phase synchronised on its way in and out (slower than the runs above).
     phased = fresh_engine(profile=True)
     phased.run()
@@ -224,6 +239,7 @@ def main(argv=None) -> int:
     padded = 1 - float(lens.sum()) / (a.batch * lens.max())
     rows = [("engine, first run", engine_first_s),
             ("engine (paged, continuous batching)", engine_s),
+            ("engine, sublayer edges unfused (CuPy)", unfused_s),
             ("transformers generate, one padded batch", hf_batch_s),
             (f"transformers generate, {len(buckets)} buckets of {a.bucket}", hf_bucket_s)]
     print(f"\n{'':44s} {'seconds':>9s} {'tokens/s':>10s}")
@@ -245,7 +261,7 @@ def main(argv=None) -> int:
                                                     "block_size", "bucket", "dtype", "init", "seed")},
               "parameters": params, "device": DEVICE.describe(), "tie": tie, "prompt_padding": padded,
               "engine": {"seconds": engine_s, "tokens_per_s": generated / engine_s, "run_seconds": st.seconds,
-                         "first_run_seconds": engine_first_s, "phases": phases,
+                         "first_run_seconds": engine_first_s, "unfused_seconds": unfused_s, "phases": phases,
                          "setup_seconds": setup_s,
                          "attention_seconds": st.attention_seconds, "rest_seconds": rest, "steps": st.steps,
                          "preemptions": st.preemptions, "peak_running": st.peak_running},

@@ -1118,11 +1118,11 @@ def _check(model, prompts, prompt_lens, output_lens, block_size, num_blocks):
 
 
 def serve(model, prompts, prompt_lens, output_lens, block_size, num_blocks, *, contiguous=False, attention=None,
-          dtype="float32", profile=False):
+          dtype="float32", profile=False, fused=None):
     """Run an engine over the requests; returns (tokens (num_requests, max output) int32, engine)."""
     prompts, prompt_lens, output_lens = _check(model, prompts, prompt_lens, output_lens, block_size, num_blocks)
     engine = Engine(model, int(block_size), int(num_blocks), contiguous=contiguous, attention=attention,
-                    dtype=dtype, profile=profile)
+                    dtype=dtype, profile=profile, fused=fused)
     for r, (p, n) in enumerate(zip(prompt_lens, output_lens)):
         engine.add_request(r, prompts[r, :p], int(n))
     outputs = engine.run()
