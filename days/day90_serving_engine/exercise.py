@@ -559,15 +559,20 @@ class DecodePlan:
                                                          heads, warps)
         sig = common.SIG_PAGED if self.load_words == 1 else common.SIG_PAGED_WIDE
         self.attend = prepare(kernel, sig)[(num_heads // heads, num_seqs, parts), warps * pa.WARP]
-        self.part_out = launch.empty((num_seqs, num_heads, parts, head_dim), np.float32)
-        self.part_max = launch.empty((num_seqs, num_heads, parts), np.float32)
-        self.part_sum = launch.empty((num_seqs, num_heads, parts), np.float32)
+        # On a GPU, CuPy arrays (the prepared launches read them in place, and the engine's next GEMM takes
+        # the output as it is); in the simulator, day outputs poisoned as usual.
+        def empty(shape):
+            return _xp().empty(shape, np.float32) if ON_GPU else launch.empty(shape, np.float32)
+
+        self.part_out = empty((num_seqs, num_heads, parts, head_dim))
+        self.part_max = empty((num_seqs, num_heads, parts))
+        self.part_sum = empty((num_seqs, num_heads, parts))
         self.scale = float32(scale * pa.LOG2E)
         self.kv_heads = kv_heads
         if parts == 1:  # one partition: its normalized output is the answer, seen in q's shape
             self.out, self.reduce = self.part_out.reshape(q.shape), None
         else:
-            self.out = launch.empty(q.shape, np.float32)
+            self.out = empty(q.shape)
             reduce_kernel, reduce_sig = tuned.DAY81_KERNELS["optimized.reduce"]
             self.reduce = prepare(reduce_kernel, reduce_sig)[(num_heads, num_seqs), head_dim]
             self.partition = partition
