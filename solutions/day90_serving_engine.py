@@ -543,8 +543,11 @@ def _cache_words(cache, load_words: int):
     object, tens of microseconds of Python to build), not once per layer per step."""
     views = _WORDS.get(id(cache))
     if views is None:
+        try:  # forgotten with the cache, so that a new array at the same address gets its own views
+            weakref.finalize(cache, _WORDS.pop, id(cache), None)
+        except TypeError:  # an array type without weak references (CuPy's): no memo, a view each call
+            return pa.kernel_words(cache, load_words)
         views = _WORDS[id(cache)] = {}
-        weakref.finalize(cache, _WORDS.pop, id(cache), None)
     if load_words not in views:
         views[load_words] = pa.kernel_words(cache, load_words)
     return views[load_words]
