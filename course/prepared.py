@@ -40,10 +40,11 @@ _SCALARS = {
 
 
 class _ArrayParam:
-    __slots__ = ("dtype", "ndim", "c_layout", "text")
+    __slots__ = ("dtype", "itemsize", "ndim", "c_layout", "text")
 
     def __init__(self, ty):
         self.dtype = np.dtype(str(ty.dtype))
+        self.itemsize = self.dtype.itemsize
         self.ndim = ty.ndim
         if ty.layout not in ("C", "A"):
             raise ValueError(f"prepare: only C-contiguous ([..., ::1]) or any-layout ([:, :]) arrays, got {ty}")
@@ -70,17 +71,43 @@ def parse_signature(signature: str) -> list:
     return params
 
 
-def _geometry(a):
-    """(data pointer, shape, strides in bytes, dtype) of a CuPy or Numba device array, read directly."""
+def _geometry(a, name="kernel", i=0, p=None):
+    """(data pointer, shape, strides in bytes, dtype) of a CuPy or Numba device array, read directly;
+    ValueError naming argument i otherwise."""
     data = getattr(a, "data", None)
     ptr = getattr(data, "ptr", None)  # a CuPy array's MemoryPointer
     if ptr is None:
         if not hasattr(a, "gpu_data"):  # neither CuPy nor a Numba device array
             kind = "NumPy array" if isinstance(a, np.ndarray) else type(a).__name__
-            raise ValueError(f"expected a device array (Numba or CuPy), got a {kind}"
-                             + ("; copy it over first (launch.to_device)" if isinstance(a, np.ndarray) else ""))
+            hint = "; copy it over first (launch.to_device)" if isinstance(a, np.ndarray) else ""
+            raise ValueError(f"{name}: argument {i}" + (f" ({p.text})" if p is not None else "")
+                             + f": expected a device array (Numba or CuPy), got a {kind}{hint}")
         ptr = a.device_ctypes_pointer.value or 0
     return ptr, a.shape, a.strides, a.dtype
+
+
+_POINTER: dict = {}  # array type -> how to read its data pointer, worked out at its first launch
+
+
+def _cupy_pointer(a):
+    return a.data.ptr
+
+
+def _numba_pointer(a):
+    return a.device_ctypes_pointer.value or 0
+
+
+def _pointer_reader(a, name, i, p):
+    """How to read the data pointer of arrays of a's type (CuPy's or Numba's), remembered for the type;
+    ValueError naming argument i for anything else."""
+    if getattr(getattr(a, "data", None), "ptr", None) is not None:
+        read = _cupy_pointer
+    elif hasattr(a, "gpu_data"):
+        read = _numba_pointer
+    else:
+        _geometry(a, name, i, p)  # raises, saying what was given
+    _POINTER[a.__class__] = read
+    return read
 
 
 def _c_contiguous(shape, strides, itemsize) -> bool:
@@ -94,21 +121,24 @@ def _c_contiguous(shape, strides, itemsize) -> bool:
 
 def flatten(params, args, name: str = "kernel") -> list:
     """The driver's parameter list for ``args`` (see the module's docstring), after checking each against
-    its parameter; ValueError naming the argument otherwise."""
+    its parameter; ValueError naming the argument otherwise. (Written for the launch's hot path: a few
+    attribute reads an array; the messages come from the slower helpers, only when a check fails.)"""
     if len(args) != len(params):
         raise ValueError(f"{name}: expected {len(params)} arguments, got {len(args)}")
     flat = []
-    for i, (p, a) in enumerate(zip(params, args)):
-        if isinstance(p, _ArrayParam):
-            try:
-                ptr, shape, strides, dtype = _geometry(a)
-            except ValueError as exc:
-                raise ValueError(f"{name}: argument {i} ({p.text}): {exc}") from None
-            check_array_param(name, i, p, shape, strides, dtype)
-            size = 1
-            for n in shape:
-                size *= n
-            flat += [0, 0, size, p.dtype.itemsize, ptr, *shape, *strides]
+    extend = flat.extend
+    for i, p in enumerate(params):
+        a = args[i]
+        if p.__class__ is _ArrayParam:
+            read = _POINTER.get(a.__class__) or _pointer_reader(a, name, i, p)
+            ptr = read(a)
+            shape, strides = a.shape, a.strides
+            if a.dtype != p.dtype or len(shape) != p.ndim or (
+                    p.c_layout and not _c_contiguous(shape, strides, p.itemsize)):
+                check_array_param(name, i, p, shape, strides, a.dtype)
+            extend((0, 0, a.size, p.itemsize, ptr))
+            extend(shape)
+            extend(strides)
         else:
             flat.append(_scalar(name, i, p, a))
     return flat
@@ -159,7 +189,7 @@ class PreparedKernel:
 
 
 class _Launch:
-    __slots__ = ("prepared", "config", "stream", "call")
+    __slots__ = ("prepared", "config", "stream", "call", "driver_launch")
 
     def __init__(self, prepared: PreparedKernel, griddim, blockdim, stream=0, sharedmem=0):
         self.prepared = prepared
@@ -167,7 +197,7 @@ class _Launch:
             # call (the simulator's kernel[config] sets the grid on the kernel itself and returns it)
             self.call = (griddim, blockdim, stream, sharedmem)
             return
-        from cuda.core import LaunchConfig
+        from cuda.core import LaunchConfig, launch
         from numba.cuda._compat import CUDA_CORE_GE_1_0
         from numba.cuda.cudadrv import driver
         from numba.cuda.errors import normalize_kernel_dimensions
@@ -178,6 +208,7 @@ class _Launch:
         self.config = LaunchConfig(grid=griddim, block=blockdim, shmem_size=sharedmem, **kw)
         self.stream = driver._to_core_stream(stream)
         self.call = None
+        self.driver_launch = launch  # cuda.core's, which numba-cuda's own launch ends in
 
     def __call__(self, *args):
         p = self.prepared
@@ -187,9 +218,7 @@ class _Launch:
         flat = flatten(p.params, args, p.name)
         if p._cufunc is None:
             p._cufunc = p._overload._codelibrary.get_cufunc().kernel  # loaded into this context once
-        from cuda.core import launch
-
-        launch(self.stream, self.config, p._cufunc, *flat)
+        self.driver_launch(self.stream, self.config, p._cufunc, *flat)
 
 
 def _check_host_args(p: PreparedKernel, args) -> None:

@@ -111,7 +111,7 @@ numba_flat = []
 for ty, a in zip(argtypes, args):
     dispatcher._Kernel._prepare_args(Fake, ty, a, 0, [], numba_flat)
 ours = flatten(parse_signature(sig), args)
-cupy_like = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x7f0000001000), shape=(2, 3, 4),
+cupy_like = types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x7f0000001000), shape=(2, 3, 4), size=24,
                                   strides=(48, 16, 4), dtype=np.dtype(np.float32))
 as_cupy = flatten(parse_signature("void(float32[:, :, ::1])"), (cupy_like,))
 def plain(v):
