@@ -184,6 +184,8 @@ class PreparedKernel:
             raise ValueError("prepared[griddim, blockdim] (optionally stream, dynamic shared bytes)")
         launch = self._launches.get(config)
         if launch is None:
+            if len(self._launches) >= 1024:  # a server's grids follow its batch sizes: keep the memo bounded
+                self._launches.clear()
             launch = self._launches[config] = _Launch(self, *config)
         return launch
 
