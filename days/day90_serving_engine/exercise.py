@@ -797,7 +797,7 @@ class Engine:
         # launch of day 59's 256-thread blocks costs far more than the arithmetic, and a test turns it on):
         # each residual add and the RMSNorm after it in one kernel (day 59), and the MLP's gate and up
         # projections one GEMM over their concatenated weights with SwiGLU in one kernel after it: a
-        # layer's ~20 small CuPy kernels between the GEMMs become four launches.
+        # layer's ~20 small CuPy kernels between the GEMMs become three launches.
         self.fused = ON_GPU if fused is None else bool(fused)
         if self.fused:
             for i in range(c.num_layers):
