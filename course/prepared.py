@@ -18,16 +18,22 @@ refused on a GPU (copy it over first, ``launch.to_device``): the dispatcher woul
 device and back at every launch.
 
 In the simulator the same checks run and the launch goes through the dispatcher, so what a prepared
-launch computes is graded like any other launch; only its host cost is the GPU's concern.
+launch computes is graded like any other launch; only its host cost is the GPU's concern. On a GPU,
+``COURSE_PREPARED=0`` in the environment does the same (the checks, then the dispatcher's launch): to
+measure what the prepared launch saves, or to rule it out.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 
 from course import ON_GPU
+
+# Launch through the driver directly (on a GPU), or through Numba's dispatcher after the same checks.
+DIRECT = ON_GPU and os.environ.get("COURSE_PREPARED", "1").strip() != "0"
 
 # numba scalar type name -> what the driver takes for it (numba.cuda.dispatcher._Kernel._prepare_args)
 _SCALARS = {
@@ -172,7 +178,7 @@ class PreparedKernel:
         self.name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "py_func", None), "__name__", "kernel")
         self._launches: dict = {}
         self._cufunc = None
-        if ON_GPU:
+        if DIRECT:
             overload = kernel.compile(signature)  # the overload the dispatcher would pick: compiled now
             if getattr(overload, "debug", False) or getattr(overload, "extensions", None):
                 raise ValueError(f"prepare({self.name}): a kernel compiled with debug=True or argument extensions "
@@ -195,8 +201,8 @@ class _Launch:
 
     def __init__(self, prepared: PreparedKernel, griddim, blockdim, stream=0, sharedmem=0):
         self.prepared = prepared
-        if not ON_GPU:  # the simulator: the dispatcher's launch, after the same checks, configured at each
-            # call (the simulator's kernel[config] sets the grid on the kernel itself and returns it)
+        if not DIRECT:  # the simulator (or COURSE_PREPARED=0): the dispatcher's launch after the same checks,
+            # configured at each call (the simulator's kernel[config] sets the grid on the kernel itself)
             self.call = (griddim, blockdim, stream, sharedmem)
             return
         from cuda.core import LaunchConfig, launch
@@ -214,8 +220,11 @@ class _Launch:
 
     def __call__(self, *args):
         p = self.prepared
-        if self.call is not None:  # the simulator
-            _check_host_args(p, args)
+        if self.call is not None:  # the simulator, or COURSE_PREPARED=0
+            if ON_GPU:
+                flatten(p.params, args, p.name)  # the same checks as the direct launch's
+            else:
+                _check_host_args(p, args)
             return p.kernel[self.call](*args)
         flat = flatten(p.params, args, p.name)
         if p._cufunc is None:

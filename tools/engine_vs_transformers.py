@@ -15,6 +15,8 @@ cProfile of one more warm run.
 
     python3 tools/engine_vs_transformers.py                       # the default shape
     python3 tools/engine_vs_transformers.py --layers 2 --batch 8 --max-new 16 --json out.json
+    COURSE_PREPARED=0 python3 tools/engine_vs_transformers.py     # the engine's launches through Numba's
+                                                                  # dispatcher (course.prepared): the A/B
 
 Needs torch and transformers (the GPU machine has them); exits 2 with a message where they, or a GPU,
 are missing. Napkin math for the default shape: 8 x (1024 x 1536 + 1024 x 1024 + 3 x 1024 x 2816)
