@@ -19,6 +19,7 @@ At heads = 1 with one range it computes what day 78's kernel computes, on the sa
 
 import functools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -311,22 +312,46 @@ def launch_attention(query, key_cache, value_cache, block_tables, context_lens, 
     (num_seqs, num_heads, partitions, head_dim). part_pages=None: one partition, the whole table.
     load_words=None: this module's LOAD_WORDS, read at the call (set it to time 16-byte loads)."""
     num_seqs, num_heads, head_dim = query.shape
+    plan = attention_launch(num_seqs, num_heads, head_dim, block_tables.shape[1], key_cache, heads=heads,
+                            part_pages=part_pages, num_warps=num_warps, load_words=load_words)
+    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
+    part_out = launch.empty((num_seqs, num_heads, plan.parts, head_dim), np.float32)
+    part_max = launch.empty((num_seqs, num_heads, plan.parts), np.float32)
+    part_sum = launch.empty((num_seqs, num_heads, plan.parts), np.float32)
+    plan.kernel[plan.grid, plan.threads](part_out, part_max, part_sum, q, kernel_words(kc, plan.load_words),
+                                         kernel_words(vc, plan.load_words), tables, lens, float32(scale * LOG2E),
+                                         key_cache.shape[2], plan.part_pages)
+    return part_out, part_max, part_sum
+
+
+class AttentionLaunch(NamedTuple):
+    """What launch_attention launches, worked out without launching (attention_launch)."""
+
+    kernel: object  # the compiled-per-shape kernel (attention_kernel's dispatcher)
+    load_words: int  # 8-byte words per load: kernel_words' view of the caches (1: uint64, 2: uint32)
+    signature: str  # SIG_PAGED or SIG_PAGED_WIDE, as the load width makes the word arrays
+    grid: tuple  # (num_heads // heads, num_seqs, parts): heads fastest, a group's blocks share pages in L2
+    threads: int
+    part_pages: int  # pages a partition
+    parts: int  # partitions a sequence: from the table's capacity, which bounds every context
+
+
+def attention_launch(num_seqs: int, num_heads: int, head_dim: int, width: int, key_cache, *, heads: int = 1,
+                     part_pages: int | None = None, num_warps: int = NUM_WARPS,
+                     load_words: int | None = None) -> AttentionLaunch:
+    """launch_attention's choices for a step of ``num_seqs`` sequences over block tables ``width`` pages
+    wide (a serving engine plans them once and repeats the launch in every layer). ValueError where the
+    warps' staging would not fit the static shared memory."""
     if num_warps * heads * head_dim * 4 > STATIC_SHARED:
         # The warps' staging area is a static shared array, and sm_90 caps those at 48 KB a block.
         raise ValueError(f"num_warps {num_warps} x {heads} heads x head_dim {head_dim} floats of staging: "
                          f"{num_warps * heads * head_dim * 4} B of shared memory, over {STATIC_SHARED} B")
-    q, kc, vc, tables, lens = launch.to_device(query, key_cache, value_cache, block_tables, context_lens)
-    part_pages = part_pages or block_tables.shape[1]
-    parts = math.ceil(block_tables.shape[1] / part_pages)  # the table's capacity bounds every context
-    part_out = launch.empty((num_seqs, num_heads, parts, head_dim), np.float32)
-    part_max = launch.empty((num_seqs, num_heads, parts), np.float32)
-    part_sum = launch.empty((num_seqs, num_heads, parts), np.float32)
+    part_pages = part_pages or width
+    parts = math.ceil(width / part_pages)
     kernel, lw = launched_kernel(head_dim, np.dtype(key_cache.dtype).name, key_cache.shape[1], heads, num_warps,
                                  load_words)
-    grid = (num_heads // heads, num_seqs, parts)  # heads fastest: a group's blocks share pages in L2
-    kernel[grid, num_warps * WARP](part_out, part_max, part_sum, q, kernel_words(kc, lw), kernel_words(vc, lw),
-                                   tables, lens, float32(scale * LOG2E), key_cache.shape[2], part_pages)
-    return part_out, part_max, part_sum
+    return AttentionLaunch(kernel, lw, SIG_PAGED if lw == 1 else SIG_PAGED_WIDE, (num_heads // heads, num_seqs, parts),
+                           num_warps * WARP, part_pages, parts)
 
 
 SIG_PAGED = ("void(float32[:, :, :, ::1], float32[:, :, ::1], float32[:, :, ::1], float32[:, :, ::1], "

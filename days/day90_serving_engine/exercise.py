@@ -553,15 +553,11 @@ class DecodePlan:
         heads = tuned.heads_per_block(num_heads, kv_heads, tuned.MAX_GROUP)
         partition = tuned.tuned_partition(num_seqs, num_heads, kv_heads, width * block_size, block_size,
                                           launch.sm_count())
-        self.part_pages = partition // block_size or width
-        parts = -(-width // self.part_pages)  # the table's capacity bounds every context
-        warps = tuned.DEFAULT_WARPS
-        if warps * heads * head_dim * 4 > common.STATIC_SHARED:
-            raise ValueError(f"{warps} warps x {heads} heads x head_dim {head_dim}: over the static shared memory")
-        kernel, self.load_words = common.launched_kernel(head_dim, np.dtype(key_cache.dtype).name, block_size,
-                                                         heads, warps)
-        sig = common.SIG_PAGED if self.load_words == 1 else common.SIG_PAGED_WIDE
-        self.attend = prepare(kernel, sig)[(num_heads // heads, num_seqs, parts), warps * pa.WARP]
+        # day 89's launch, as launch_attention works it out
+        plan = common.attention_launch(num_seqs, num_heads, head_dim, width, key_cache, heads=heads,
+                                       part_pages=partition // block_size or None, num_warps=tuned.DEFAULT_WARPS)
+        self.part_pages, self.load_words, parts = plan.part_pages, plan.load_words, plan.parts
+        self.attend = prepare(plan.kernel, plan.signature)[plan.grid, plan.threads]
         # On a GPU, CuPy arrays (the prepared launches read them in place, and the engine's next GEMM takes
         # the output as it is); in the simulator, day outputs poisoned as usual.
         def empty(shape):
