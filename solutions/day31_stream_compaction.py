@@ -58,14 +58,18 @@ Compute (1.5 TB/s). v4's 16384-element tile moves 96 KB: 6 TB/s of ceiling, past
 The host's part, in the wall clock: 3 small allocations, the clear and compaction launches and the
 count's read-back, ~10 us each against ~190 us of kernel.
 Measured on the H200: naive 3,974 us, scan 1,955 us, warp_aggregated 654 us (29 % of the copy rate,
-wall clock), x[x > t] 2,332 us.
+wall clock), x[x > t] 2,332 us. On an H100 (copy 3.0 TB/s) the kernels alone (kernel_us) took 330 us
+for direct, 81 % of the copy rate, and its whole call 639 us: half the wall clock was the host's Python
+(dispatcher launches, device-array objects), not the look-back. The one-pass versions now launch through
+course.prepared on launch.scratch arrays.
 """
 
 import math
 
 import numpy as np
 
-from course import DEVICE, cuda, launch, wide
+from course import DEVICE, ON_GPU, cuda, launch, wide
+from course.prepared import prepare  # a launch typed once: ~10 us of host a launch where the dispatcher takes ~30
 from numba import float32, int32, uint32, uint64
 from solutions.day17_warp_shuffles import FULL_MASK, WARP, warp_sum  # day 17's shuffle fold
 from solutions.day27_scan_kogge_stone import scan_blocks  # day 27's scan of any length (int32)
@@ -651,18 +655,23 @@ def _zeros(m, dtype):
     return a
 
 
-def _kept(word_array, shift=0, index=0):
-    """The kept count from a small device array: the one synchronisation of each version."""
-    return int(word_array.copy_to_host()[index]) >> shift
+def _kept(words, shift=0, index=0):
+    """The kept count from a small device array (Numba's or CuPy's): one word copied back, the one
+    synchronisation of each version."""
+    return int(words[index]) >> shift
+
+
+_CLEAR = "void(uint64[::1], int32[::1])"  # day 29's clear kernel (its KERNELS["optimized.clear"])
+_ZERO64 = "void(uint64[::1])"
 
 
 def _status_words(tiles):
     """Day 29's status words, (tiles,) uint64, and a (2,) int32 counter ([0]: the ticket; [1]: the kept
-    count the last tile writes), zeroed by day 29's clear kernel."""
-    status = cuda.device_array((tiles,), dtype=np.uint64)
-    counter = cuda.device_array((2,), dtype=np.int32)
-    clear_status_kernel[launch.grid_stride_blocks(tiles, 256), 256](status, counter)
-    return status, counter
+    count the last tile writes), and the launch of day 29's clear kernel that zeroes them (to run first)."""
+    status = launch.scratch((tiles,), np.uint64)
+    counter = launch.scratch((2,), np.int32)
+    clear = prepare(clear_status_kernel, _CLEAR)[launch.grid_stride_blocks(tiles, 256), 256]
+    return status, counter, (clear, (status, counter))
 
 
 def _shift(d):
@@ -695,47 +704,55 @@ def scan(x, threshold):
     count_kernel[blocks, SCAN_THREADS](d_x, t, counts)
     offsets = scan_blocks(counts, launch.empty((blocks,), np.int32))  # inclusive: offsets[b] ends block b
     scatter_kernel[blocks, SCAN_THREADS](d_x, t, offsets, out)
-    return launch.result(out[:_kept(offsets[blocks - 1:])], x)
+    return launch.result(out[:_kept(offsets, index=blocks - 1)], x)
+
+
+def _one_pass(version, d_x, t, out):
+    """A one-pass version's launches over d_x (n > 0 elements) into out, in order, and where its kept
+    count ends up: ([(launch, args), ...], (words, shift, index)). The one-pass versions are timed by the
+    wall clock (they read the count back), so their host Python is part of their time: scratch arrays
+    (launch.scratch) and prepared launches (course.prepared) keep it to tens of microseconds."""
+    n = d_x.shape[0]
+    if version == "warp_aggregated":
+        tiles = math.ceil(n / TILE)
+        status = launch.scratch((tiles + 1,), np.uint64)  # a word a tile, then the ticket counter
+        return ([(prepare(zero_kernel, _ZERO64)[launch.blocks(tiles + 1, 256), 256], (status,)),
+                 (prepare(*KERNELS[version])[tiles, THREADS], (d_x, t, status, out))], (status, 2, tiles - 1))
+    if version == "optimized":
+        shift = _shift(d_x)
+        tiles = launch.blocks(n + shift, OPT_TILE)
+        status, counter, clear = _status_words(tiles)
+        args = (d_x, np.int32(shift), t, status, counter, out)
+        return [clear, (prepare(*KERNELS[version])[tiles, OPT_THREADS], args)], (counter, 0, 1)
+    tiles = launch.blocks(n, DIRECT_TILE)
+    status, counter, clear = _status_words(tiles)
+    args = (d_x, t, status, counter, out)
+    return [clear, (prepare(*KERNELS["direct"])[tiles, DIRECT_THREADS], args)], (counter, 0, 1)
+
+
+def _run_one_pass(version, x, threshold):
+    t = _check(x, threshold)
+    (d_x,) = launch.to_device(x)
+    n = x.shape[0]
+    out = launch.empty((n,), np.float32)  # the worst case, all kept: the result is a view of it
+    if n == 0:
+        return launch.result(out, x)
+    steps, (words, shift, index) = _one_pass(version, d_x, t, out)
+    for step, args in steps:
+        step(*args)
+    return launch.result(out[:_kept(words, shift, index)], x)
 
 
 def warp_aggregated(x, threshold):
-    t = _check(x, threshold)
-    (d_x,) = launch.to_device(x)
-    n = x.shape[0]
-    out = launch.empty((n,), np.float32)
-    if n == 0:
-        return launch.result(out, x)
-    tiles = math.ceil(n / TILE)
-    status = _zeros(tiles + 1, np.uint64)  # a word a tile, then the ticket counter
-    warp_aggregated_kernel[tiles, THREADS](d_x, t, status, out)
-    return launch.result(out[:_kept(status[tiles - 1:tiles], shift=2)], x)
+    return _run_one_pass("warp_aggregated", x, threshold)
 
 
 def optimized(x, threshold):
-    t = _check(x, threshold)
-    (d_x,) = launch.to_device(x)
-    n = x.shape[0]
-    out = launch.empty((n,), np.float32)  # the worst case, all kept: the result is a view of it
-    if n == 0:
-        return launch.result(out, x)
-    shift = _shift(d_x)
-    tiles = launch.blocks(n + shift, OPT_TILE)
-    status, counter = _status_words(tiles)
-    compact_kernel[tiles, OPT_THREADS](d_x, np.int32(shift), t, status, counter, out)
-    return launch.result(out[:_kept(counter, index=1)], x)
+    return _run_one_pass("optimized", x, threshold)
 
 
 def direct(x, threshold):
-    t = _check(x, threshold)
-    (d_x,) = launch.to_device(x)
-    n = x.shape[0]
-    out = launch.empty((n,), np.float32)  # the worst case, all kept: the result is a view of it
-    if n == 0:
-        return launch.result(out, x)
-    tiles = launch.blocks(n, DIRECT_TILE)
-    status, counter = _status_words(tiles)
-    compact_direct_kernel[tiles, DIRECT_THREADS](d_x, t, status, counter, out)
-    return launch.result(out[:_kept(counter, index=1)], x)
+    return _run_one_pass("direct", x, threshold)
 
 
 def library(x, threshold):
@@ -744,3 +761,43 @@ def library(x, threshold):
 
     xs = cupy.asarray(x)
     return xs[xs > np.float32(threshold)]
+
+
+def kernel_us(x, threshold, version: str = "direct", repeats: int = 20) -> dict:
+    """A one-pass version's kernels alone, against its whole call, on a GPU: x (at the benchmark's size)
+    compacted `repeats` times by the version's launches only (scratch and output made once, no read-back),
+    timed between two CUDA events; then `repeats` calls of the version by the wall clock, the device
+    synchronised. Returns {"kernels_us", "call_us", "host_us": the difference, "kept"}: what the host
+    function adds to its kernels (the lesson's split; tools/host_profile.py says where it goes)."""
+    import time
+
+    if not ON_GPU:
+        raise RuntimeError("kernel_us times kernels with CUDA events: it needs a CUDA GPU")
+    if version not in ("warp_aggregated", "optimized", "direct"):
+        raise ValueError(f"kernel_us: version must be a one-pass version, got {version!r}")
+    t = _check(x, threshold)
+    (d_x,) = launch.to_device(x)
+    if x.shape[0] == 0:
+        raise ValueError("kernel_us: x is empty")
+    fn = globals()[version]
+    with launch.no_poison():
+        steps, _ = _one_pass(version, d_x, t, launch.empty((x.shape[0],), np.float32))
+        for _ in range(2):  # compiled, pools grown
+            for step, args in steps:
+                step(*args)
+            fn(d_x, threshold)
+        cuda.synchronize()
+        start, stop = cuda.event(), cuda.event()
+        start.record()
+        for _ in range(repeats):
+            for step, args in steps:
+                step(*args)
+        stop.record()
+        stop.synchronize()
+        kernels = cuda.event_elapsed_time(start, stop) * 1e3 / repeats
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            kept = fn(d_x, threshold).shape[0]
+        cuda.synchronize()
+        call = (time.perf_counter() - t0) * 1e6 / repeats
+    return {"kernels_us": kernels, "call_us": call, "host_us": call - kernels, "kept": kept}

@@ -273,3 +273,25 @@ def test_at_scale(version):
 @pytest.mark.gpu
 def test_naive_at_scale():
     _sorted_compare("naive", (1 << 24) + 1)
+
+
+def test_kernel_timing_needs_a_gpu():
+    """kernel_us (the lesson's kernels-against-the-call split) times with CUDA events: in the simulator
+    it says it needs a GPU instead of returning a number."""
+    g.require_implemented("direct")
+    if ON_GPU:
+        pytest.skip("on a GPU it runs: see test_kernel_timing_on_a_gpu")
+    x, threshold = sol.make_inputs(300, seed=1)
+    with pytest.raises(RuntimeError, match="GPU"):
+        g.target.kernel_us(x, threshold)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("version", ONE_PASS)
+def test_kernel_timing_on_a_gpu(version):
+    g.require_implemented(version)
+    x, threshold = sol.make_inputs(1 << 20, seed=3)
+    (d_x,) = launch.to_device(x)
+    got = g.target.kernel_us(d_x, threshold, version, repeats=3)
+    assert got["kept"] == int(np.count_nonzero(x > np.float32(threshold)))
+    assert 0 < got["kernels_us"] < got["call_us"], got
