@@ -102,6 +102,18 @@ class TestLaunch:
         ints = launch.empty((3,), np.int32).copy_to_host()
         assert (ints == launch.poison_value(np.int32)).all()
 
+    def test_scratch_arrays(self):
+        """launch.scratch: CuPy's pool on a GPU (read in place by prepared launches), a poisoned device
+        array in the simulator: its contents are never assumed."""
+        from course import ON_GPU
+
+        s = launch.scratch((4, 3), np.uint64)
+        assert s.shape == (4, 3) and s.dtype == np.uint64
+        if ON_GPU:
+            assert hasattr(s, "data") and hasattr(s.data, "ptr"), type(s)
+        else:
+            assert (s.copy_to_host() == launch.poison_value(np.uint64)).all()
+
     def test_device_arrays_round_trip(self):
         (d,) = launch.to_device(np.arange(5, dtype=np.float32))
         assert launch.is_device_array(d) and not launch.on_host(d)
