@@ -11,7 +11,11 @@ sides are warmed up on the whole workload's shapes: the engine is timed twice (a
 for whatever its shapes still compile, and a second, the figure compared), then once more with every
 phase synchronised for the split, and twice with its sublayer edges unfused (Engine(fused=False): the
 norms, residual adds and SwiGLU as CuPy expressions) to show what the fusion buys; --profile PATH adds a
-cProfile of one more warm run.
+cProfile of one more warm run. In fp16 both sides round, each in its own places, so a divergence between
+them does not say which one left the model: the judge there is the same weights in float32
+(transformers, upcast, greedy on the padded batch, with its own top-2 gaps), and both fp16 runs are
+compared with it. Exits 1 where the engine parts from its reference at a clear gap (float32: generate;
+fp16: the float32 model).
 
     python3 tools/engine_vs_transformers.py                       # the default shape
     python3 tools/engine_vs_transformers.py --layers 2 --batch 8 --max-new 16 --json out.json
@@ -204,7 +208,8 @@ def main(argv=None) -> int:
     margins = [st.margins[r] for r in range(a.batch)]
 
     # --- transformers: one left-padded batch, then bucket by bucket ---------------------------------
-    def generate(rows):
+    def generate(rows, scored=False):
+        """The rows' greedy tokens (and, scored, each token's top-2 logit gap: (tokens, gaps))."""
         width = int(lens[rows].max())
         ids = torch.zeros((len(rows), width), dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -214,9 +219,15 @@ def main(argv=None) -> int:
             mask[j, width - n:] = 1
         with torch.no_grad():
             # eos_token_id None: every row generates exactly max_new tokens, as the engine does
-            seq = hf.generate(ids.cuda(), attention_mask=mask.cuda(), max_new_tokens=a.max_new, do_sample=False,
-                              pad_token_id=0, eos_token_id=None)
-        return seq[:, width:].cpu().numpy().astype(np.int32)
+            out = hf.generate(ids.cuda(), attention_mask=mask.cuda(), max_new_tokens=a.max_new, do_sample=False,
+                              pad_token_id=0, eos_token_id=None, output_scores=scored,
+                              return_dict_in_generate=scored)
+        seq = out.sequences if scored else out
+        tokens = seq[:, width:].cpu().numpy().astype(np.int32)
+        if not scored:
+            return tokens
+        top2 = torch.stack(out.scores, dim=1).float().topk(2, dim=-1).values  # (rows, max_new, 2)
+        return tokens, (top2[..., 0] - top2[..., 1]).cpu().numpy()
 
     every = list(range(a.batch))
     generate(every)  # warm-up: the whole batch, as the engine's
@@ -235,6 +246,14 @@ def main(argv=None) -> int:
         hf_bucket[rows] = generate(rows)
     torch.cuda.synchronize()
     hf_bucket_s = time.perf_counter() - t0
+    # fp16: both sides round, in different places (transformers its residual stream and logits, the
+    # engine its activations and cache), so where they part, which one left the model? The arbiter is
+    # the same weights in float32 (transformers, upcast), greedy on the padded batch, with its own top-2
+    # gaps: the engine is held to it, and transformers' fp16 run is compared with it the same way.
+    ref32 = None
+    if a.dtype == "float16":
+        hf.float()
+        ref32, gaps32 = generate(every, scored=True)
 
     # --- the report ----------------------------------------------------------------------------------
     generated = a.batch * a.max_new
@@ -278,9 +297,22 @@ def main(argv=None) -> int:
               f"tokens ({100 * agree / generated:.1f} %) agree before each request's first divergence")
         for note in ties + bad:
             print("     " + note)
-        ok &= not bad
+        ok &= ref32 is not None or not bad  # in fp16 the float32 model below is the judge
         result[f"match_{'batch' if name.startswith('one') else 'buckets'}"] = {
             "identical": same, "near_ties": ties, "mismatches": bad, "tokens_agreeing": agree}
+    if ref32 is not None:
+        for name, key, toks in (("the engine in fp16", "engine", got), ("generate in fp16", "transformers", hf_batch)):
+            same, ties, bad, agree = compare(toks, ref32, gaps32, tie)
+            print(f"greedy tokens, {name} vs the same weights in float32 (transformers): {same}/{a.batch} "
+                  f"identical, {len(ties)} diverge at a near-tie (float32 top-2 gap < {tie:g}), {len(bad)} at a "
+                  f"clear gap; {agree}/{generated} tokens ({100 * agree / generated:.1f} %) agree before each "
+                  "request's first divergence")
+            for note in bad:
+                print("     " + note)
+            if key == "engine":
+                ok &= not bad
+            result[f"vs_float32_{key}"] = {"identical": same, "near_ties": ties, "mismatches": bad,
+                                           "tokens_agreeing": agree}
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=2, default=float))
         print(f"wrote {a.json}")
