@@ -96,7 +96,8 @@ def main(argv: list[str]) -> int:
 
 
 class Ahead:
-    """Workers making the host side of the days to come, in the order they are timed.
+    """Workers making the host side of the days to come, in the order they are timed (a day flagged
+    BENCH_PREPARE_EARLY first).
 
     ``get(info)`` waits for that day's worker and returns a function of the size index giving its
     Prepared, or None where the worker failed (the benchmark then makes it itself, and ``notes`` says
@@ -118,6 +119,11 @@ class Ahead:
         self.seconds: dict[str, float] = {}  # slug -> the worker's wall time, once it has finished
         self.notes: dict[str, str] = {}
         self.waited_s = 0.0  # how long the last get() waited for its worker
+        # A day whose solution sets BENCH_PREPARE_EARLY (days 65 and 69: the float64 attention references
+        # that days 65-70 share, minutes on two threads) gets a worker first, whatever its place: it runs
+        # while the days before it are timed, and the days that share its references then only load them.
+        early = [i for i in self.queue if days.constants(i.solution_path).get("BENCH_PREPARE_EARLY")]
+        self.queue = early + [i for i in self.queue if i not in early]
         self._fill()
 
     def _start(self, info) -> None:

@@ -653,3 +653,18 @@ def test_workers_run_ahead_past_finished_days(tmp_path):
             ahead.done(info)
     finally:
         ahead.close()
+
+
+def test_a_day_flagged_early_gets_the_first_worker(tmp_path):
+    """BENCH_PREPARE_EARLY (the attention days' minutes-long float64 references) puts a day's worker first,
+    wherever it comes in the timing order; the others keep theirs."""
+    from course import prepare
+
+    assert days.constants(days.find(65).solution_path).get("BENCH_PREPARE_EARLY") is True
+    infos = [days.find(d) for d in (2, 17, 65)]
+    ahead = prepare.Ahead(infos, tmp_path, jobs=1, keep=3)
+    try:
+        assert list(ahead.running) == [days.find(65).slug], f"started first: {list(ahead.running)}"
+        assert [i.number for i in ahead.queue] == [2, 17], "the rest keep the timing order"
+    finally:
+        ahead.close()  # the day-65 worker would compute a 2-TFLOP float64 reference: stopped here
