@@ -214,11 +214,13 @@ def prepare(sol, n, progress=None, store=None) -> Prepared:
 
 
 def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = True, progress=None,
-        target=None, prepared: Prepared | None = None) -> Result:
+        target=None, prepared: Prepared | None = None, peak: float | None = None) -> Result:
     """Time every version of a day (and its library row) at one size. Needs a GPU. ``target``: the
     module whose versions are timed (default: what COURSE_TARGET picks; tools/sweep.py passes
     variants from course.days.with_constants). ``prepared``: the inputs and reference at ``n``, made
-    elsewhere (:func:`prepare` is called when it is None)."""
+    elsewhere (:func:`prepare` is called when it is None). ``peak``: the device's copy (or GEMM) rate
+    measured moments ago for the same day (run_sizes passes its first size's to the others); measured
+    here when None."""
     if not ON_GPU:
         raise RuntimeError("timings need a CUDA GPU; without one, use `make inspect` for the compiler's view")
     info = days.find(day)
@@ -235,8 +237,9 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
 
     gemm_dtype = getattr(sol, "PEAK_DTYPE", "float32")  # a tensor-core day measures against FP16 GEMM
     gemm_name = f"cuBLAS {'FP16' if gemm_dtype == 'float16' else 'FP32'} GEMM"
-    tick(f"measuring the device's {'copy rate' if bound == 'memory' else gemm_name + ' rate'}")
-    peak = copy_peak_gbps(timer) if bound == "memory" else gemm_peak_tflops(timer, dtype=gemm_dtype)
+    if peak is None:
+        tick(f"measuring the device's {'copy rate' if bound == 'memory' else gemm_name + ' rate'}")
+        peak = copy_peak_gbps(timer) if bound == "memory" else gemm_peak_tflops(timer, dtype=gemm_dtype)
     device = cuda.get_current_device().name
     device = device.decode() if isinstance(device, bytes) else str(device)
     result = Result(info.slug, device, bound, "device copy" if bound == "memory" else gemm_name, peak)
@@ -331,11 +334,14 @@ def run_sizes(day, sizes=None, *, prepared=None, **kwargs) -> Result:
     """``run`` at every size of the day's BENCH_SIZES (or ``sizes``), the rows in one Result: a day
     whose versions win on different inputs (a regular and a power-law matrix) is timed on each. Each
     row's speedup is over the first version at the same size. ``prepared``: a function of the size's
-    index that returns its :class:`Prepared` (or None to make it here)."""
+    index that returns its :class:`Prepared` (or None to make it here). The device's peak is measured
+    once, at the first size, and every size's % is of that (0.3 s saved a size: a bench_all visit
+    measured it 135 times)."""
     sol = days.load_solution(day)
     merged = None
     for k, n in enumerate(sizes if sizes is not None else sol.BENCH_SIZES):
-        result = run(day, n, prepared=prepared(k) if prepared else None, **kwargs)
+        peak = None if merged is None else merged.peak_value
+        result = run(day, n, prepared=prepared(k) if prepared else None, peak=peak, **kwargs)
         if merged is None:
             merged = result
         else:
