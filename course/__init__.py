@@ -14,6 +14,7 @@ One concern a module:
     exercises  exercises from solutions         notebook   a notebook's TARGET: yours or the solution
     wide       16-byte loads and stores (float4)   flags      relaxed loads for polling another block
     prepared   a launch typed once, its arguments flattened by hand (host cost of a serving step)
+    profiling  the top of a cProfile (tools/engine_profile.py, tools/host_profile.py)
 """
 
 from course.device import Device, choose

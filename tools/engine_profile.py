@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
-import pstats
 import sys
 import time
 from pathlib import Path
@@ -28,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import course  # noqa: E402  (first: GPU or simulator before numba loads)
+from course.profiling import print_top  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,16 +78,7 @@ def main(argv=None) -> int:
     print(f"{'contiguous' if a.contiguous else 'paged'} engine on {course.DEVICE.describe()}: {st.steps} steps, "
           f"{st.generated} tokens in {seconds:.2f} s under the profiler ({1e3 * seconds / max(st.steps, 1):.2f} ms "
           f"a step; cProfile adds its own cost to every Python call)")
-    for key, title in (("tottime", "own time"), ("cumulative", "cumulative time")):
-        text = io.StringIO()
-        pstats.Stats(prof, stream=text).strip_dirs().sort_stats(key).print_stats(a.top)
-        body = text.getvalue()
-        start = body.find("   ncalls")
-        print(f"\n--- the top {a.top} functions by {title} ---")
-        print(body[start:].rstrip() if start >= 0 else body.rstrip())
-    if a.out:
-        prof.dump_stats(str(a.out))
-        print(f"\nwrote {a.out}")
+    print_top(prof, a.top, a.out)
     return 0
 
 

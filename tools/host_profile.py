@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
-import pstats
 import sys
 import time
 from pathlib import Path
@@ -30,6 +28,7 @@ import numpy as np  # noqa: E402
 
 import course  # noqa: E402  (first: GPU or simulator before numba loads)
 from course import cuda, days, launch  # noqa: E402
+from course.profiling import print_top  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -81,14 +80,7 @@ def main(argv=None) -> int:
         profiled = (time.perf_counter() - t) / a.calls
     print(f"day {a.day} {a.version} at n = {n!r} on {course.DEVICE.describe()}: {plain * 1e6:,.1f} us a call "
           f"(device synchronised after each), {profiled * 1e6:,.1f} us under the profiler; {a.calls} calls")
-    for key in ("tottime", "cumulative"):
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).strip_dirs().sort_stats(key).print_stats(a.top)
-        text = buf.getvalue()
-        print(f"\n-- by {key} --\n" + text[text.find("   ncalls"):].rstrip())
-    if a.out:
-        prof.dump_stats(str(a.out))
-        print(f"\nwrote {a.out}")
+    print_top(prof, a.top, a.out)
     return 0
 
 
