@@ -13,6 +13,8 @@
 #                   a profile of a warm run, hf_fp32.prof) and fp16
 #     overhead      the host's microseconds a launch (tools/launch_overhead.py) and the copy rate by size
 #     sweeps        the knobs the lessons name as not yet swept (tools/sweep.py; rows in sweeps/*.json)
+#     host          day 31's one-pass versions: their kernels timed apart from their calls (kernel_us) and
+#                   where the rest goes (tools/host_profile.py)
 # LIMIT_S=n caps each experiment (default 150 s). OUTDIR.tgz, rewritten after every experiment, holds
 # them all (one file to copy back: keep OUTDIR itself outside what the visit returns). The whole list
 # takes more than one 10-minute visit: name a few a visit (paged_bound streams engine, then hf sweeps).
@@ -20,7 +22,7 @@ out=${1:-out/experiments}; shift || true
 mkdir -p "$out/sweeps"
 limit=${LIMIT_S:-150}
 export PYTHONUNBUFFERED=1
-names=("$@"); [ ${#names[@]} -gt 0 ] || names=(overhead paged_bound streams hf engine recheck sweeps)
+names=("$@"); [ ${#names[@]} -gt 0 ] || names=(overhead paged_bound streams hf engine host recheck sweeps)
 py=${PYTHON:-python3}  # the GPU machine's python3 has the packages; PYTHON=.venv/bin/python here
 
 step() {  # step NAME SECONDS COMMAND...: one experiment, its output in OUTDIR/NAME.log
@@ -81,6 +83,20 @@ for mb in (64, 128, 256, 512, 1024, 2048):
     print(mb, 'MB each way:', round(rows[mb], 1), 'GB/s', flush=True)
 json.dump(rows, open('$out/copy_by_size.json', 'w'), indent=1)
 " ;;
+    host)
+      step day31_kernel_us "$limit" $py -c "
+import json
+from course import launch
+from solutions import day31_stream_compaction as d
+x, t = d.make_inputs(1 << 27, seed=1234)
+(dx,) = launch.to_device(x)
+rows = {}
+for v in ('warp_aggregated', 'optimized', 'direct'):
+    rows[v] = d.kernel_us(dx, t, v)
+    print(v, {k: round(val, 1) for k, val in rows[v].items()}, flush=True)
+json.dump(rows, open('$out/day31_kernel_us.json', 'w'), indent=1)
+"
+      step day31_host_profile "$limit" $py tools/host_profile.py 31 direct --out "$out/day31_direct.prof" ;;
     recheck)
       for i in 1 2 3; do
         step "recheck_$i" "$limit" $py tools/bench_all.py "$out/recheck_$i" 21 86
@@ -93,12 +109,13 @@ json.dump(rows, open('$out/copy_by_size.json', 'w'), indent=1)
       # Day 29's look-back polls with a relaxed load (course.flags) or, as measured so far, an atomic.
       for spec in "day9 9 WIDE_ROWS=4,8,16" "day55_blocks 55 BLOCKS_PER_SM=4,6,8" "day55_fastmath 55 FASTMATH=False,True" \
                   "day62_blocks 62 BLOCKS_PER_SM=3,8" "day18_blocks 18 BLOCKS_PER_SM=4,6" "day63 63 ROWS=2,4" \
-                  "day31 31 OPT_ITEMS=16,32" "day29_poll 29 RELAXED_POLL=False,True" "day21_order 21 REGION_GROUP=0,1,2,4,8,16"; do
+                  "day31 31 OPT_ITEMS=16,32" "day29_poll 29 RELAXED_POLL=False,True" "day21_order 21 REGION_GROUP=0,1,2,4,8,16" \
+                  "day21_tiles 21 OPT_TILES=2,4" "day29_items 29 ITEMS=16,32"; do
         read -r -a a <<< "$spec"
         step "sweep_${a[0]}" "$limit" $py tools/sweep.py "${a[@]:1}" --out "$out/sweeps/${a[0]}.json"
       done
       step sweep_day55_exact "$limit" $py tools/sweep.py 55 ERFC_FIT=True,False FASTMATH=False,True \
         --n "(16384, 4096, 'none')" --out "$out/sweeps/day55_exact.json" ;;
-    *) echo "gpu_experiments: no experiment named $name (paged_bound streams engine recheck hf sweeps)"; exit 2 ;;
+    *) echo "gpu_experiments: no experiment named $name (overhead paged_bound streams hf engine host recheck sweeps)"; exit 2 ;;
   esac
 done
