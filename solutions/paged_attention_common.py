@@ -13,6 +13,10 @@ words, online softmax in base 2, warps merged through shared memory) with three 
   load_words 8-byte words per load instruction (day 78's LOAD_WORDS, 1 by default): 2 reads each
              lane's pairs of adjacent words with one 16-byte load (course.wide.load4), where the row
              allows it (day 78's load_width). The launch reads this module's LOAD_WORDS.
+  lazy_rescale  rescale the running sums only on a trip where some lane of the warp saw a new max
+             (a vote, then a warp-uniform branch); elsewhere the correction is exp2(0) = 1 exactly, so
+             the output is bit for bit the same with fewer instructions a trip. The launch reads this
+             module's LAZY_RESCALE (off until measured: tools/paged_bound.py's row g).
 
 At heads = 1 with one range it computes what day 78's kernel computes, on the same schedule.
 """
@@ -39,6 +43,9 @@ from solutions.day78_paged_attention_v1 import (
 )
 
 STATIC_SHARED = 48 * 1024  # bytes of static shared memory a block may declare (sm_90 without opt-in)
+# Rescale the accumulators only where the warp saw a new max (attention_kernel's lazy_rescale): read
+# by the launch at each call, as LOAD_WORDS is.
+LAZY_RESCALE = False
 
 
 def trip_plan(heads: int, block_size: int, lanes: int, vec: int = 16) -> tuple[int, bool]:
@@ -100,7 +107,7 @@ def trip_loader(TOK: int, WL: int, NG: int, G: int, FULL: int, TAIL: int, LW: in
 
 @functools.cache
 def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int = 1,
-                     num_warps: int = NUM_WARPS, prefetch=None, load_words: int = 1):
+                     num_warps: int = NUM_WARPS, prefetch=None, load_words: int = 1, lazy_rescale: bool = False):
     """The kernel for one (head_dim, cache dtype, block size, heads per block, warps per block, words
     per load: 2 where load_width allows it, the word arrays then uint32 views, kernel_words).
     Numba compiles the closure's Python ints as constants, as on day 78: the per-lane arrays get fixed
@@ -129,6 +136,7 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
     QN, SN, SMN = HG * VEC, HG * TOK, HG * head_dim  # array sizes must be plain constants for Numba
 
     load_trip = trip_loader(TOK, WL, NG, G, FULL, TAIL, LW)
+    LAZY = bool(lazy_rescale)  # a closure constant: Numba keeps one branch of `if LAZY`
 
     @cuda.jit(device=True, inline=True)
     def attend(q, acc, m, l, s, k, v, t0, n_tok, grp):
@@ -150,10 +158,20 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
                 if t0 + u * NG + grp >= n_tok:
                     s[hh * TOK + u] = -math.inf  # exp2(-inf) = 0: the dead row drops out
                 m_new = max(m_new, s[hh * TOK + u])
-            correction = math.exp2(m[hh] - m_new)
-            l[hh] *= correction
-            for e in range(VEC):
-                acc[hh * VEC + e] *= correction
+            if LAZY:
+                # Only where a lane of the warp saw a new max; elsewhere the correction would be
+                # exp2(0) = 1 exactly. The vote makes the branch warp-uniform: the multiplies it skips
+                # are not issued (a lane's own `if` would predicate them, issuing them anyway).
+                if cuda.any_sync(0xFFFFFFFF, m_new > m[hh]):
+                    correction = math.exp2(m[hh] - m_new)
+                    l[hh] *= correction
+                    for e in range(VEC):
+                        acc[hh * VEC + e] *= correction
+            else:
+                correction = math.exp2(m[hh] - m_new)
+                l[hh] *= correction
+                for e in range(VEC):
+                    acc[hh * VEC + e] *= correction
             for u in range(TOK):
                 p = math.exp2(s[hh * TOK + u] - m_new)
                 l[hh] += p
@@ -301,9 +319,10 @@ def launched_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int
                     load_words: int | None = None):
     """(the dispatcher launch_attention runs for these, its words per load): attention_kernel is cached
     by its exact arguments, so a tool asking the driver about the launched kernel (occupancy, registers)
-    must ask for it this way."""
+    must ask for it this way. LOAD_WORDS (where load_words is None) and LAZY_RESCALE are read now."""
     lw = load_width(head_dim, np.dtype(cache_dtype).itemsize, LOAD_WORDS if load_words is None else load_words)
-    return attention_kernel(head_dim, cache_dtype, block_size, heads, num_warps, load_words=lw), lw
+    return attention_kernel(head_dim, cache_dtype, block_size, heads, num_warps, load_words=lw,
+                            lazy_rescale=LAZY_RESCALE), lw
 
 
 def launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale, *, heads: int = 1,

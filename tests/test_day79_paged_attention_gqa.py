@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from course import compiler
+from course import checking, compiler
 from course.grading import Grader
 
 g = Grader(79)
@@ -152,3 +152,42 @@ def test_sixteen_byte_loads_keep_the_group_in_registers(tmp_path):
             f"{label}: no 16-byte loads at load_words 2"
         assert not re.search(r"ld\.global(\.nc)?\.u64", rep.ptx), f"{label}: 8-byte loads left at load_words 2"
         assert rep.stack_bytes == 0, f"{label}: {rep.stack_bytes} B of stack at load_words 2"
+
+
+# --- LAZY_RESCALE: the shared kernel rescales only on a trip where the warp saw a new max -----------
+
+# Many pages for each warp (contexts of 70 and 45 over pages of 8 and 4), so that the running max
+# settles and most trips skip the rescale; a group of 4 in fp16 at head 64, MHA in fp32 at head 128.
+LAZY_SIZES = (Config(2, 8, 2, 64, 8, 70, "float16"), Config(2, 4, 4, 128, 4, 45, "float32"))
+
+
+@pytest.mark.parametrize("cfg", LAZY_SIZES, ids=[f"{c.cache_dtype}-{c.head_dim}" for c in LAZY_SIZES])
+def test_lazy_rescale_is_bit_identical(cfg, monkeypatch):
+    """Skipping the rescale where no lane of the warp saw a new max skips a multiplication by
+    exp2(0) = 1, exactly: the output must equal the eager kernel's bit for bit, not merely to RTOL."""
+    require_written()
+    xs = sol.make_inputs(cfg, seed=5)
+    eager = checking.to_host(g.target.optimized(*xs))
+    monkeypatch.setitem(g.target.launch_attention.__globals__, "LAZY_RESCALE", True)
+    lazy = checking.to_host(g.target.optimized(*xs))
+    assert np.isfinite(eager).all() and np.abs(eager).max() > 0
+    differ = int(np.count_nonzero(eager != lazy))
+    assert differ == 0, f"LAZY_RESCALE changed {differ} of {eager.size} outputs (max |diff| " \
+                        f"{float(np.abs(eager - lazy).max()):.3g}): a skipped rescale was not a multiply by 1"
+
+
+LAZY_KERNELS = """from solutions.paged_attention_common import SIG_PAGED, attention_kernel
+
+KERNELS = {f"head{d}": (attention_kernel(d, "float16", 16, 4, lazy_rescale=True), SIG_PAGED) for d in (128, 80)}
+"""
+
+
+def test_lazy_rescale_votes_and_stays_in_registers(tmp_path):
+    """lazy_rescale: a warp vote (vote.sync.any) decides the branch, and the group still fits in
+    registers (no stack) at 128 and a ragged 80."""
+    require_written()
+    path = tmp_path / "paged_attention_lazy.py"
+    path.write_text(LAZY_KERNELS)
+    for label, rep in compiler.reports(path).items():
+        assert "vote.sync.any" in rep.ptx, f"{label}: no warp vote with lazy_rescale"
+        assert rep.stack_bytes == 0, f"{label}: {rep.stack_bytes} B of stack with lazy_rescale"
