@@ -15,6 +15,7 @@ One concern a module:
     wide       16-byte loads and stores (float4)   flags      relaxed loads for polling another block
     prepared   a launch typed once, its arguments flattened by hand (host cost of a serving step)
     profiling  the top of a cProfile (tools/engine_profile.py, tools/host_profile.py)
+    jit_cache  compiled kernels on disk, for bench_all's workers to compile ahead (--compile-ahead)
 """
 
 from course.device import Device, choose

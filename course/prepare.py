@@ -70,12 +70,19 @@ def shared_references(outdir: Path):
 
 
 def write(outdir: Path, day) -> None:
-    """Every benchmark size of ``day``: its Prepared, pickled (written whole, then renamed into place)."""
+    """Every benchmark size of ``day``: its Prepared, pickled (written whole, then renamed into place);
+    then, with COURSE_JIT_CACHE set (bench_all --compile-ahead), its KERNELS compiled into that disk
+    cache (course.jit_cache), where the timing process finds them."""
+    from course import jit_cache
+
     info = days.find(day)
     sol = days.load_solution(info.number)
     store = shared_references(outdir)
     for k, n in enumerate(sol.BENCH_SIZES):
         _dump(bench.prepare(sol, n, store=store), path_for(outdir, info.slug, k))
+    compiled = jit_cache.compile_day(sol)
+    if compiled:
+        print(f"{info.slug}: compiled ahead: " + ", ".join(f"{k} {v}" for k, v in compiled.items()), flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -84,6 +91,9 @@ def main(argv: list[str]) -> int:
         return 2
     outdir = Path(argv[0])
     outdir.mkdir(parents=True, exist_ok=True)
+    from course import jit_cache
+
+    jit_cache.enable()  # before any day is imported: its kernels cache on disk (COURSE_JIT_CACHE only)
     failed = 0
     for day in argv[1:]:
         info = days.find(int(day))

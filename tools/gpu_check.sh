@@ -12,7 +12,8 @@
 # SHARD=1/2, then SHARD=2/2. The log names every test as it finishes, so a cut-off run still says
 # which ones passed. Benchmarks go through tools/bench_all.py: inputs and references made ahead by
 # worker processes, re-checks on the GPU, a day stopped at 60 s (BENCH_ARGS="--day-limit 90 --jobs 8"
-# to change). OUTDIR ends up also as OUTDIR.tgz (one file to copy back).
+# to change; BENCH_ARGS="--compile-ahead" has the workers compile each day's kernels too, into a disk
+# cache the timing process loads them from). OUTDIR ends up also as OUTDIR.tgz (one file to copy back).
 out=${1:-out/gpu}; mkdir -p "$out"
 pytest_s=${2:-360}; bench_s=${3:-240}; shift $(( $# < 3 ? $# : 3 ))
 export PYTHONUNBUFFERED=1
