@@ -135,10 +135,11 @@ def empty(shape, dtype):
 
 
 def scratch(shape, dtype):
-    """A device array a host function uses and drops (status words, counters), never returned: CuPy's on
-    a GPU (a pool lookup, ~2 us of Python, where a Numba device array costs ~15 us: measured by
-    tools/launch_overhead.py), launched on through course.prepared, which reads either kind in place;
-    :func:`empty` in the simulator. Its contents are undefined (poisoned in the simulator): clear it."""
+    """A device array a host function uses and drops (status words, counters), never returns. On a GPU a
+    CuPy array (a pool lookup, ~2 us of Python, where a Numba device array costs ~15 us: measured by
+    tools/launch_overhead.py), for launches through course.prepared, which read CuPy and Numba arrays
+    alike in place; in the simulator :func:`empty`. Its contents are undefined (poisoned in the
+    simulator): clear it before use."""
     if not ON_GPU:
         return empty(shape, dtype)
     import cupy  # on a GPU the course allocates through CuPy's pool (course.gpu_memory)

@@ -65,6 +65,7 @@ course.prepared on launch.scratch arrays.
 """
 
 import math
+import time
 
 import numpy as np
 
@@ -769,8 +770,6 @@ def kernel_us(x, threshold, version: str = "direct", repeats: int = 20) -> dict:
     timed between two CUDA events; then `repeats` calls of the version by the wall clock, the device
     synchronised. Returns {"kernels_us", "call_us", "host_us": the difference, "kept"}: what the host
     function adds to its kernels (the lesson's split; tools/host_profile.py says where it goes)."""
-    import time
-
     if not ON_GPU:
         raise RuntimeError("kernel_us times kernels with CUDA events: it needs a CUDA GPU")
     if version not in ("warp_aggregated", "optimized", "direct"):
