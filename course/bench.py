@@ -247,7 +247,10 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
     if prepared is None:
         prepared = prepare(sol, n, tick)
     inputs, expected, nbytes, flops = prepared.inputs, prepared.expected, prepared.nbytes, prepared.flops
-    if getattr(sol, "BENCH_HOST_INPUTS", False):
+    host_inputs = getattr(sol, "BENCH_HOST_INPUTS", False)
+    if host_inputs == "pinned":  # NumPy in and out, the inputs page-locked once, outside the timing
+        dev_inputs = tuple(launch.pinned_copy(x) if isinstance(x, np.ndarray) else x for x in inputs)
+    elif host_inputs:
         dev_inputs = inputs  # the day is about transfers: time the host function with NumPy in and out
     else:
         dev_inputs = tuple(launch.to_device(x)[0] if isinstance(x, np.ndarray) else x for x in inputs)

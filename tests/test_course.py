@@ -114,6 +114,25 @@ class TestLaunch:
         else:
             assert (s.copy_to_host() == launch.poison_value(np.uint64)).all()
 
+    def test_pinned_host_arrays(self):
+        """launch.pinned_empty / pinned_copy: NumPy arrays (poisoned while poisoning is on), locked on a
+        GPU; is_pinned tells them from pageable memory, and is False for everything in the simulator."""
+        from course import ON_GPU
+
+        p = launch.pinned_empty((5, 2), np.float32)
+        assert isinstance(p, np.ndarray) and p.shape == (5, 2) and p.dtype == np.float32
+        assert np.isnan(p).all()
+        x = np.arange(7, dtype=np.int32)
+        c = launch.pinned_copy(x)
+        assert c.dtype == np.int32 and c.tolist() == x.tolist() and not np.shares_memory(c, x)
+        assert launch.is_pinned(c) == ON_GPU and launch.is_pinned(p) == ON_GPU
+        assert not launch.is_pinned(x) and not launch.is_pinned([1.0]) and not launch.is_pinned(x[:0])
+        if ON_GPU:
+            big = np.zeros(1 << 20, np.float32)
+            with cuda.pinned(big):  # registered pageable memory counts as locked while registered
+                assert launch.is_pinned(big) and launch.is_pinned(big[1000:])
+            assert not launch.is_pinned(big)
+
     def test_device_arrays_round_trip(self):
         (d,) = launch.to_device(np.arange(5, dtype=np.float32))
         assert launch.is_device_array(d) and not launch.on_host(d)

@@ -64,7 +64,8 @@ def test_kernel_writes_its_chunk_only():
 
 class Recorder:
     """Every copy between a host array and a device array, every launch of the day's kernel (with its
-    stream), and every host array page-locked (cuda.pinned, cuda.pinned_array), in order."""
+    stream), and every host array page-locked (cuda.pinned, cuda.pinned_array, launch.pinned_empty), in
+    order."""
 
     def __init__(self, monkeypatch):
         self.ops, self.pinned = [], []
@@ -73,6 +74,7 @@ class Recorder:
         real_up, real_down = devarray.copy_to_device, devarray.copy_to_host
         real_getitem = kernel_type.__getitem__
         real_pinned, real_pinned_array = cuda.pinned, cuda.pinned_array
+        real_pinned_empty = launch.pinned_empty
 
         def up(dev, ary, *args, **kwargs):
             if isinstance(ary, np.ndarray):
@@ -99,11 +101,17 @@ class Recorder:
             self.pinned.append(a)
             return a
 
+        def pinned_empty(*args, **kwargs):
+            a = real_pinned_empty(*args, **kwargs)
+            self.pinned.append(a)
+            return a
+
         monkeypatch.setattr(devarray, "copy_to_device", up)
         monkeypatch.setattr(devarray, "copy_to_host", down)
         monkeypatch.setattr(kernel_type, "__getitem__", getitem)
         monkeypatch.setattr(cuda, "pinned", pinned)
         monkeypatch.setattr(cuda, "pinned_array", pinned_array)
+        monkeypatch.setattr(launch, "pinned_empty", pinned_empty)
 
     def is_pinned(self, ary) -> bool:
         return ary is not None and any(np.shares_memory(ary, p) for p in self.pinned)
@@ -168,7 +176,7 @@ def test_overlapped_copies_from_page_locked_memory(monkeypatch):
     for kind, _, ary, size in copies:
         assert rec.is_pinned(ary), (
             f"an {'upload from' if kind == 'up' else 'download into'} a pageable host array ({size} "
-            "elements): page-lock it (cuda.pinned(x) for the input, cuda.pinned_array for the result)")
+            "elements): page-lock it (cuda.pinned(x) for the input, launch.pinned_empty for the result)")
 
 
 def test_naive_is_one_round_trip_on_the_default_stream(monkeypatch):
@@ -238,3 +246,20 @@ def test_timeline_on_the_gpu():
     assert len(tl["naive"]) == 3 and len(tl["overlapped"]) == 3 * chunks
     for row in tl["naive"] + tl["overlapped"]:
         assert 0 <= row["start"] <= row["end"], row
+
+
+@pytest.mark.gpu
+def test_overlapped_from_an_already_locked_input():
+    """An input already page-locked (the benchmark's, a program's staging buffer) is used as it is: locking
+    it again would fail (cudaErrorHostMemoryAlreadyRegistered). Called twice, the second result reuses
+    the pinned pool's pages and must not alias the first."""
+    g.require_implemented("overlapped")
+    x, iters = g.solution.make_inputs((1 << 20) + 9, seed=11)
+    want = g.solution.reference(x, iters)
+    locked = launch.pinned_copy(x)
+    assert launch.is_pinned(locked)
+    first = g.target.overlapped(locked, iters)
+    assert_matches(first, want, name="overlapped on a locked input")
+    second = g.target.overlapped(locked[::-1].copy(), iters)
+    assert_matches(second, want[::-1], name="overlapped, second call")
+    assert_matches(first, want, name="the first result after the second call")
