@@ -68,12 +68,34 @@ def _keyable(dispatcher) -> bool:
     return True
 
 
+def argtypes(sig) -> tuple:
+    """The argument types a signature names, as a tuple of Numba types: ``"void(int32[::1])"``, a
+    Signature and a tuple of types alike give the same tuple."""
+    from numba.cuda.core import sigutils
+
+    return tuple(sigutils.normalize_signature(sig)[0])
+
+
+def _key_by_types(cache) -> None:
+    """Numba keys a disk-cache entry by the signature exactly as ``compile`` was handed it: a string
+    from ``compile("void(int32[::1], ...)")`` (KERNELS, course.prepared) and the tuple of types the
+    dispatcher compiles for at a launch are two keys for one kernel, so what a worker compiled from
+    the string would never be found by a launch. Every key is made from the argument types instead."""
+    index_key = cache._index_key
+
+    def _index_key(sig, codegen):
+        return index_key(argtypes(sig), codegen)
+
+    cache._index_key = _index_key
+
+
 def _cache_on(dispatcher) -> bool:
     """Turn the disk cache on for one of the course's dispatchers (True), or leave it (False)."""
     if not _ours(dispatcher) or not _keyable(dispatcher):
         return False
     try:
         dispatcher.enable_caching()
+        _key_by_types(dispatcher._cache)
     except Exception:
         return False
     return True

@@ -42,6 +42,17 @@ from numba import cuda
 out["unkeyable"] = jit_cache._keyable(cuda.jit(make()))
 out["outside"] = jit_cache._ours(cuda.jit(lambda a: None))  # not the course's file: left alone
 out["compile_day_off"] = jit_cache.compile_day(sol31)
+# One key for one kernel whichever way its signature is written: the KERNELS string compiled ahead and
+# the tuple of types a launch through the dispatcher compiles for (a stub codegen: no driver here).
+from numba import types
+class Codegen:
+    def magic_tuple(self):
+        return ("stub",)
+scan, sig = days.load_solution(29).KERNELS["optimized.int32"]
+out["scan_cached"] = jit_cache._cache_on(scan)
+typed = tuple(types.Array(t.dtype, t.ndim, "C") for t in jit_cache.argtypes(sig))
+out["same_key"] = scan._cache._index_key(sig, Codegen()) == scan._cache._index_key(typed, Codegen())
+out["typed_is_launch_types"] = typed == jit_cache.argtypes(sig)
 print(json.dumps(out))
 """
 
@@ -58,6 +69,7 @@ def test_which_dispatchers_cache_on_disk(tmp_path):
     assert got["cache_types"] == ["CUDACache"] and got["under_dir"]
     assert got["unkeyable"] is False and got["outside"] is False
     assert got["compile_day_off"] == {}
+    assert got["scan_cached"] and got["same_key"] and got["typed_is_launch_types"], "a string signature and its types: one cache key"
 
 
 def test_bench_all_takes_compile_ahead():
