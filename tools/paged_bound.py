@@ -192,7 +192,7 @@ def measure(name: str, cfg, timer, copy: float, repeats: int, progress) -> list[
 
     progress(f"{name}: day 89's sweep (pages of 16)")
     parts = tuple(p for p in sol.SWEEP_PARTITIONS if p < cfg.context)
-    result = sol.sweep(tuple(cfg), block_sizes=(16,), partitions=parts, warps=sol.SWEEP_WARPS, repeats=repeats,
+    result = sol.sweep(cfg, block_sizes=(16,), partitions=parts, warps=sol.SWEEP_WARPS, repeats=repeats,
                        progress=lambda msg: None)
     good = [r for r in result["rows"] if r["ok"]]
     scale_copy = result["copy_gbps"] / copy  # the sweep measured its own copy rate: rescale to this run's

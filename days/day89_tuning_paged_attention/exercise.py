@@ -366,12 +366,14 @@ def sweep(cfg: Config = BENCH_SIZES[0], block_sizes=SWEEP_BLOCK_SIZES, partition
         raise RuntimeError("the sweep times kernels: it needs a CUDA GPU")
     from course import bench, checking
 
+    cfg = Config(*cfg)  # a Config or a plain tuple of its fields
+
     timer = bench.Timer()
     copy = bench.copy_peak_gbps(timer)
     gemm = bench.gemm_peak_tflops(timer)
     rows, lib = [], {}
     for bs in block_sizes:
-        inputs = make_inputs(Config(*cfg)._replace(block_size=bs), seed=89)
+        inputs = make_inputs(cfg._replace(block_size=bs), seed=89)
         expected = reference(*inputs) if cfg.num_seqs * cfg.context <= 1 << 16 else None
         nbytes, flops = traffic(*inputs)
         dev = tuple(launch.to_device(x)[0] if isinstance(x, np.ndarray) else x for x in inputs)
