@@ -63,12 +63,13 @@ shape takes 142 us (128 us at the copy rate).
 Target: the best version >= 90 % of the copy rate (on its 8 bytes an element) and faster than torch's
 layer_norm (70 % of copy at 16384 x 4096 in the guide's measurement). Measured on the H200 (device copy
 4216 GB/s in the same run; optimized = warp_rows at both shapes):
-  (16384, 4096)  [before the split kernel: H200 re-measure] optimized 158.9 us, 3,379 GB/s, 80.1 % of copy,
-                 1.75x naive (277.8 us), 1.15x faster than
-                 torch (182.1 us, 69.9 %); warp_rows alone 156.2 us, 81.5 %. Faster than torch: met;
-                 90 %: missed by 9.9 points. The likely reason is the 4096 class's 216 registers: 8 rows
-                 an SM, each loading, reducing and storing in turn, against the 1024 class's 20 (not
-                 measured apart).
+  (16384, 4096)  before the split kernel: optimized 158.9 us, 3,379 GB/s, 80.1 % of copy, 1.75x naive
+                 (277.8 us), 1.15x faster than torch (182.1 us, 69.9 %); warp_rows alone 156.2 us, 81.5 %.
+                 The likely reason is the 4096 class's 216 registers: 8 rows an SM, each loading,
+                 reducing and storing in turn, against the 1024 class's 20 (not measured apart). With
+                 the split kernel (2026-12-05, copy 4209 GB/s): 148.3 us, 86.0 %, 1.88x naive (278.4 us),
+                 1.24x faster than torch (184.3 us, 69.2 %). Faster than torch: met; 90 %: missed by
+                 4.0 points.
   (65536, 1024)  optimized 140.6 us, 3,819 GB/s, 90.6 % (met), 2.87x naive (403.1 us), 1.45x faster than
                  torch (204.0 us, 62.4 %): both targets met.
 The previous kernel (the block's Welford kernel at every length; an earlier run, device copy 4225 GB/s)
