@@ -303,7 +303,8 @@ def load_width(head_dim: int, itemsize: int, load_words: int = 1) -> int:
     return load_words if row_words % load_words == 0 else 1
 
 
-def head_layout(head_dim: int, itemsize: int, load_words: int = 1) -> tuple[int, int, int, int, int]:
+def head_layout(head_dim: int, itemsize: int, load_words: int = 1,
+                lane_elems: int | None = None) -> tuple[int, int, int, int, int]:
     """How one cache row (one token of one KV head) is shared out: (elements per 8-byte word PW, words
     per row ROW_WORDS, lanes per token G, word slots per lane WL, elements per lane VEC = WL * PW).
 
@@ -316,13 +317,17 @@ def head_layout(head_dim: int, itemsize: int, load_words: int = 1) -> tuple[int,
     ``load_words`` 2 (16-byte loads; load_width falls back to 1 where the row does not allow them):
     the row is shared out in units of two adjacent words, lane gl holding units gl, gl + G, ..., so
     words 2 gl, 2 gl + 1, 2 gl + 2G, ...; WL counts words (even), a ragged row's last unit is live on
-    lanes gl < (ROW_WORDS / 2) % G (fp16 96: 12 units over 8 lanes, 2 each)."""
+    lanes gl < (ROW_WORDS / 2) % G (fp16 96: 12 units over 8 lanes, 2 each).
+
+    ``lane_elems``: the cap instead of LANE_ELEMS (day 79's GQA kernel may spread a row wider, so that
+    four heads' q and accumulators take half the registers)."""
+    cap = LANE_ELEMS if lane_elems is None else lane_elems
     lw = load_width(head_dim, itemsize, load_words)
     per_word = 8 // itemsize
     row_words = head_dim // per_word
     units = row_words // lw
     lanes = 1
-    while -(-units // lanes) * lw * per_word > LANE_ELEMS and lanes < WARP:
+    while -(-units // lanes) * lw * per_word > cap and lanes < WARP:
         lanes *= 2
     words = -(-units // lanes) * lw
     return per_word, row_words, lanes, words, words * per_word

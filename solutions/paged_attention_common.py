@@ -13,6 +13,12 @@ words, online softmax in base 2, warps merged through shared memory) with three 
   load_words 8-byte words per load instruction (day 78's LOAD_WORDS, 1 by default): 2 reads each
              lane's pairs of adjacent words with one 16-byte load (course.wide.load4), where the row
              allows it (day 78's load_width). The launch reads this module's LOAD_WORDS.
+  lane_elems elements of a row a lane holds (day 78's head_layout cap, LANE_ELEMS = 16 by default):
+             8 spreads a row of 128 over 16 lanes instead of 8, so four heads' q and accumulators take
+             64 registers, not 128, one more butterfly step a dot product; with 16-byte loads the
+             kernel at four heads then takes 168 registers (3 blocks of 4 warps an SM), not 254 (2).
+             The launch reads this module's LANE_ELEMS (None: day 78's; off until measured:
+             tools/paged_bound.py's row h; day 89's lesson says why occupancy is the bound).
   lazy_rescale  rescale the running sums only on a trip where some lane of the warp saw a new max
              (a vote, then a warp-uniform branch); elsewhere the correction is exp2(0) = 1 exactly, so
              the output is bit for bit the same with fewer instructions a trip. The launch reads this
@@ -46,6 +52,9 @@ STATIC_SHARED = 48 * 1024  # bytes of static shared memory a block may declare (
 # Rescale the accumulators only where the warp saw a new max (attention_kernel's lazy_rescale): read
 # by the launch at each call, as LOAD_WORDS is.
 LAZY_RESCALE = False
+# Elements of a row a lane holds (attention_kernel's lane_elems), read by the launch at each call:
+# None keeps day 78's LANE_ELEMS.
+LANE_ELEMS = None
 
 
 def trip_plan(heads: int, block_size: int, lanes: int, vec: int = 16) -> tuple[int, bool]:
@@ -107,7 +116,8 @@ def trip_loader(TOK: int, WL: int, NG: int, G: int, FULL: int, TAIL: int, LW: in
 
 @functools.cache
 def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int = 1,
-                     num_warps: int = NUM_WARPS, prefetch=None, load_words: int = 1, lazy_rescale: bool = False):
+                     num_warps: int = NUM_WARPS, prefetch=None, load_words: int = 1, lazy_rescale: bool = False,
+                     lane_elems: int | None = None):
     """The kernel for one (head_dim, cache dtype, block size, heads per block, warps per block, words
     per load: 2 where load_width allows it, the word arrays then uint32 views, kernel_words).
     Numba compiles the closure's Python ints as constants, as on day 78: the per-lane arrays get fixed
@@ -120,7 +130,7 @@ def attention_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: in
     with the partition's running max and exp-sum (base 2): with one partition that is the answer."""
     elem = np.dtype(cache_dtype).type
     LW = load_width(head_dim, np.dtype(cache_dtype).itemsize, load_words)  # words per load instruction
-    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize, LW)
+    PW, ROW_WORDS, G, WL, VEC = head_layout(head_dim, np.dtype(cache_dtype).itemsize, LW, lane_elems)
     # Slots of LW words: every lane holds FULL of them, lanes gl < TAIL one more (a ragged row).
     FULL, TAIL = (ROW_WORDS // LW) // G, (ROW_WORDS // LW) % G
     TOK, PREFETCH = trip_plan(heads, block_size, G, VEC)
@@ -319,10 +329,11 @@ def launched_kernel(head_dim: int, cache_dtype: str, block_size: int, heads: int
                     load_words: int | None = None):
     """(the dispatcher launch_attention runs for these, its words per load): attention_kernel is cached
     by its exact arguments, so a tool asking the driver about the launched kernel (occupancy, registers)
-    must ask for it this way. LOAD_WORDS (where load_words is None) and LAZY_RESCALE are read now."""
+    must ask for it this way. LOAD_WORDS (where load_words is None), LAZY_RESCALE and LANE_ELEMS are
+    read now."""
     lw = load_width(head_dim, np.dtype(cache_dtype).itemsize, LOAD_WORDS if load_words is None else load_words)
     return attention_kernel(head_dim, cache_dtype, block_size, heads, num_warps, load_words=lw,
-                            lazy_rescale=LAZY_RESCALE), lw
+                            lazy_rescale=LAZY_RESCALE, lane_elems=LANE_ELEMS), lw
 
 
 def launch_attention(query, key_cache, value_cache, block_tables, context_lens, scale, *, heads: int = 1,

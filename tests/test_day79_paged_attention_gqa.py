@@ -191,3 +191,40 @@ def test_lazy_rescale_votes_and_stays_in_registers(tmp_path):
     for label, rep in compiler.reports(path).items():
         assert "vote.sync.any" in rep.ptx, f"{label}: no warp vote with lazy_rescale"
         assert rep.stack_bytes == 0, f"{label}: {rep.stack_bytes} B of stack with lazy_rescale"
+
+
+# --- LANE_ELEMS = 8: a row spread over twice the lanes (the shared kernel's knob, read by the launch) ---
+
+# Every head size in fp16 (group 4 in one block, the case the knob is for) and three in fp32, with the
+# 8-byte and the 16-byte loads: 16 lanes a row at 128, a ragged 80 and 120, 32 lanes at 256.
+SPREAD_SIZES = tuple((Config(2, 4, 1, d, 8, 19, "float16"), lw) for d in sol.HEAD_DIMS for lw in (1, 2)) \
+    + tuple((Config(1, 4, 2, d, 8, 13, "float32"), 2) for d in (64, 80, 256))
+
+
+@pytest.mark.parametrize("cfg, load_words", SPREAD_SIZES,
+                         ids=[f"{c.cache_dtype}-{c.head_dim}-lw{lw}" for c, lw in SPREAD_SIZES])
+def test_rows_spread_over_more_lanes(cfg, load_words, monkeypatch):
+    """The launch with the shared kernel's LANE_ELEMS at 8 (each lane half the columns, one more
+    butterfly step a dot product): the same answer at every head size and either load width."""
+    require_written()
+    monkeypatch.setitem(g.target.launch_attention.__globals__, "LANE_ELEMS", 8)
+    monkeypatch.setitem(g.target.launch_attention.__globals__, "LOAD_WORDS", load_words)
+    g.run_and_compare("optimized", cfg, rtol=RTOL, parts=("spread", str(load_words)))
+
+
+SPREAD_KERNELS = """from solutions.paged_attention_common import SIG_PAGED_WIDE, attention_kernel
+
+KERNELS = {f"head{d}": (attention_kernel(d, "float16", 16, 4, load_words=2, lane_elems=8), SIG_PAGED_WIDE)
+           for d in (128, 80, 256)}
+"""
+
+
+def test_rows_spread_over_more_lanes_take_fewer_registers(tmp_path):
+    """Four heads a block at lane_elems 8 and 16-byte loads: at most 168 registers (3 blocks of 4
+    warps an SM where the default takes 254 and 2), and no stack, at 128, a ragged 80 and 256."""
+    require_written()
+    path = tmp_path / "paged_attention_spread.py"
+    path.write_text(SPREAD_KERNELS)
+    for label, rep in compiler.reports(path).items():
+        assert rep.stack_bytes == 0, f"{label}: {rep.stack_bytes} B of stack at lane_elems 8"
+        assert rep.registers <= 168, f"{label}: {rep.registers} registers at lane_elems 8 (3 blocks an SM need <= 168)"

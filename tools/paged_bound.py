@@ -19,7 +19,10 @@ course.bench.Timer as `make bench` does (L2 flushed, CUDA events, medians), and 
   e. torch SDPA on a dense cache (day 78's `library`), when torch is installed;
   f. day 89's optimized launch with 16-byte loads (LOAD_WORDS = 2, day 78's switch).
   g. day 89's optimized launch rescaling only on a trip where the warp saw a new max (LAZY_RESCALE):
-     the same output bit for bit, ~60 fewer instructions of ~480 a trip at four heads.
+     the same output bit for bit, ~60 fewer instructions of ~480 a trip at four heads;
+  h. day 89's optimized launch with each row spread over twice the lanes (LANE_ELEMS = 8) and
+     16-byte loads: 168 registers instead of 254, 3 blocks of 4 warps an SM instead of 2 (the
+     occupancy rows c measured as the bound).
 
 and prints one table: µs, % of the device copy rate measured in the same run (minimum bytes: every
 live K/V row once, as `make bench` counts them), the ratio to SDPA's time, and the check. Exits 2
@@ -228,6 +231,13 @@ def measure(name: str, cfg, timer, copy: float, repeats: int, progress) -> list[
         attention("g. day 89 optimized, LAZY_RESCALE (rescale on a new max only)", dev)
     finally:
         common.LAZY_RESCALE = saved
+    # h. a row over twice the lanes with 16-byte loads: more blocks an SM (read at each call, as above).
+    saved = common.LANE_ELEMS, common.LOAD_WORDS
+    common.LANE_ELEMS, common.LOAD_WORDS = 8, 2
+    try:
+        attention("h. day 89 optimized, LANE_ELEMS = 8 and 16-byte loads (3 blocks/SM)", dev)
+    finally:
+        common.LANE_ELEMS, common.LOAD_WORDS = saved
     sdpa = next((r["us"] for r in rows if r["row"].startswith("e.") and r["us"]), None)
     for r in rows:
         r["vs_sdpa"] = r["us"] / sdpa if sdpa and r["us"] else None
