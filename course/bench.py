@@ -21,6 +21,7 @@ memory-bound days, cuBLAS FP32 GEMM through CuPy for compute-bound ones.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 import json
@@ -97,7 +98,11 @@ def _fill(buf, value):
 class Timer:
     """CUDA-event timing with an L2 flush and a spin kernel in front of every sample."""
 
-    def __init__(self):
+    def __init__(self, quiet=None):
+        """``quiet``: a function returning a context manager entered around the samples of a version
+        timed by the wall clock (its rows count the host's time too): tools/bench_all.py passes one that
+        stops its workers meanwhile, so such a row is not timed beside six processes making inputs."""
+        self.quiet = quiet
         self.flush_buf = cuda.device_array(L2_FLUSH_BYTES // 4, dtype=np.int32)
         self.spin_ns = SPIN_NS
         self.clock = "events"  # how the last time() measured: "events", or "wall" (see waits_for_gpu)
@@ -153,12 +158,13 @@ class Timer:
         # probe: the probe is one more whole call, and at that length the two clocks agree anyway.
         self.clock = "wall" if slow or self.waits_for_gpu(fn, *args) else "events"
         sample = self.sample_wall if self.clock == "wall" else self.sample
-        first = sample(fn, *args)
-        # A slow version (a naive kernel of hundreds of ms) gets fewer samples: about a second of them,
-        # at least MIN_REPEATS; its spread is small next to its time anyway.
-        least = SLOW_REPEATS if first > SLOW_MS else MIN_REPEATS
-        repeats = min(repeats, max(least, int(SAMPLE_BUDGET_MS / max(first, 1e-3))))
-        samples = sorted([first] + [sample(fn, *args) for _ in range(repeats - 1)])
+        with self.quiet() if self.quiet and self.clock == "wall" else contextlib.nullcontext():
+            first = sample(fn, *args)
+            # A slow version (a naive kernel of hundreds of ms) gets fewer samples: about a second of
+            # them, at least MIN_REPEATS; its spread is small next to its time anyway.
+            least = SLOW_REPEATS if first > SLOW_MS else MIN_REPEATS
+            repeats = min(repeats, max(least, int(SAMPLE_BUDGET_MS / max(first, 1e-3))))
+            samples = sorted([first] + [sample(fn, *args) for _ in range(repeats - 1)])
         q = statistics.quantiles(samples, n=4)
         return statistics.median(samples), q[2] - q[0]
 
@@ -214,7 +220,7 @@ def prepare(sol, n, progress=None, store=None) -> Prepared:
 
 
 def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = True, progress=None,
-        target=None, prepared: Prepared | None = None, peak: float | None = None) -> Result:
+        target=None, prepared: Prepared | None = None, peak: float | None = None, quiet=None) -> Result:
     """Time every version of a day (and its library row) at one size. Needs a GPU. ``target``: the
     module whose versions are timed (default: what COURSE_TARGET picks; tools/sweep.py passes
     variants from course.days.with_constants). ``prepared``: the inputs and reference at ``n``, made
@@ -231,7 +237,7 @@ def run(day, n=None, *, versions=None, repeats: int = 30, with_library: bool = T
     names = list(versions or days.versions(sol))
     if with_library and hasattr(sol, "library"):
         names.append("library")
-    timer = Timer()
+    timer = Timer(quiet=quiet)
     steps = len(names) + 1
     tick = progress or (lambda msg: None)
 

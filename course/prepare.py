@@ -18,9 +18,11 @@ writes OUTDIR/dayNN_topic.K.pkl for each size K of each day (OUTDIR/dayNN_topic.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import time
@@ -210,6 +212,22 @@ class Ahead:
                 return pickle.load(f)
 
         return prepared
+
+    @contextlib.contextmanager
+    def paused(self):
+        """The workers still running stopped (SIGSTOP) for the block, then continued: a version timed by
+        the wall clock counts the host's time, and is timed on a host not also making inputs. A stopped
+        worker keeps its place and its memory; only its progress waits."""
+        procs = [p for p in self.running.values() if p.poll() is None]
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(signal.SIGSTOP)
+        try:
+            yield len(procs)
+        finally:
+            for p in procs:
+                with contextlib.suppress(ProcessLookupError):
+                    p.send_signal(signal.SIGCONT)
 
     def done(self, info) -> None:
         """The day has been timed (or given up on): its worker, if it still runs, and its files go."""

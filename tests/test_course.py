@@ -426,7 +426,7 @@ def test_bench_all_makes_inputs_ahead_in_workers(tmp_path, capsys):
     sol = days.load_solution(27)  # the smallest benchmark size of the course: a worker makes it in a second
     seen = []
 
-    def runner(day, prepared, progress):
+    def runner(day, prepared, progress, quiet):
         made = prepared(0)
         assert isinstance(made, bench.Prepared), "the worker's pickle was not found"
         want = sol.make_inputs(sol.BENCH_SIZES[0], seed=1234)
@@ -476,7 +476,12 @@ def test_bench_all_stops_a_day_past_its_limit(tmp_path, capsys):
         def done(self, info):
             pass
 
-    def runner(day, prepared, progress):
+        def paused(self):
+            import contextlib
+
+            return contextlib.nullcontext()
+
+    def runner(day, prepared, progress, quiet):
         progress("timing the versions")
         time.sleep(30)
 
@@ -560,6 +565,9 @@ def test_bench_run_with_prepared_inputs_end_to_end(monkeypatch):
 
     class Clock:
         clock, warm_s = "events", 0.25
+
+        def __init__(self, quiet=None):
+            self.quiet = quiet
 
         def time(self, fn, *args, repeats=30):
             fn(*args)
@@ -689,3 +697,39 @@ def test_a_day_flagged_early_gets_the_first_worker(tmp_path):
         assert [i.number for i in ahead.queue] == [2, 17], "the rest keep the timing order"
     finally:
         ahead.close()  # the day-65 worker would compute a 2-TFLOP float64 reference: stopped here
+
+
+def test_workers_pause_around_wall_clock_timing(tmp_path):
+    """prepare.Ahead.paused stops the workers still running (state T) and continues them after; a
+    finished worker is left alone. bench_all hands it to the timer for rows timed by the wall clock."""
+    import signal
+    import subprocess
+    import time
+
+    from course import prepare
+
+    ahead = prepare.Ahead([], tmp_path, jobs=1)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    ahead.running = {"a": sleeper, "b": finished}
+
+    def state(p):
+        return Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+    try:
+        with ahead.paused() as stopped:
+            assert stopped == 1
+            for _ in range(100):
+                if state(sleeper) == "T":
+                    break
+                time.sleep(0.01)
+            assert state(sleeper) == "T", "the running worker was not stopped"
+        for _ in range(100):
+            if state(sleeper) != "T":
+                break
+            time.sleep(0.01)
+        assert state(sleeper) in ("S", "R"), "the worker was not continued"
+    finally:
+        sleeper.send_signal(signal.SIGKILL)
+        sleeper.wait()

@@ -69,7 +69,8 @@ def test_which_dispatchers_cache_on_disk(tmp_path):
     assert got["cache_types"] == ["CUDACache"] and got["under_dir"]
     assert got["unkeyable"] is False and got["outside"] is False
     assert got["compile_day_off"] == {}
-    assert got["scan_cached"] and got["same_key"] and got["typed_is_launch_types"], "a string signature and its types: one cache key"
+    assert got["scan_cached"] and got["same_key"] and got["typed_is_launch_types"], \
+        "a string signature and its types: one cache key"
 
 
 def test_bench_all_takes_compile_ahead():

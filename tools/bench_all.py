@@ -81,7 +81,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str], runner=None) -> int:
-    """``runner(day, prepared=..., progress=...)`` times a day (default: bench.run_sizes, on a GPU)."""
+    """``runner(day, prepared=..., progress=..., quiet=...)`` times a day (default: bench.run_sizes, on a
+    GPU); ``quiet`` stops the workers around wall-clock samples (course.prepare.Ahead.paused)."""
     args = parse(argv)
     if runner is None:
         if not course.ON_GPU:
@@ -138,7 +139,7 @@ def run_day(info, ahead: prepare.Ahead, runner, args) -> bool:
         args.totals["waiting"] += ahead.waited_s
         start = time.perf_counter()
         with limit(args.day_limit):
-            result = runner(info.number, prepared=prepared, progress=progress)
+            result = runner(info.number, prepared=prepared, progress=progress, quiet=ahead.paused)
     except DayTimeout as exc:
         print(f"day {info.number:02d} TIMEOUT {exc}, while: {step[0]}", flush=True)
         settle()
