@@ -207,8 +207,13 @@ def test_rows_spread_over_more_lanes(cfg, load_words, monkeypatch):
     """The launch with the shared kernel's LANE_ELEMS at 8 (each lane half the columns, one more
     butterfly step a dot product): the same answer at every head size and either load width."""
     require_written()
-    monkeypatch.setitem(g.target.launch_attention.__globals__, "LANE_ELEMS", 8)
-    monkeypatch.setitem(g.target.launch_attention.__globals__, "LOAD_WORDS", load_words)
+    common = g.target.launch_attention.__globals__
+    monkeypatch.setitem(common, "LANE_ELEMS", 8)
+    monkeypatch.setitem(common, "LOAD_WORDS", load_words)
+    # The launch builds the spread kernel (not the default one under another name).
+    kernel, lw = common["launched_kernel"](cfg.head_dim, cfg.cache_dtype, cfg.block_size, 4, common["NUM_WARPS"])
+    assert kernel is common["attention_kernel"](cfg.head_dim, cfg.cache_dtype, cfg.block_size, 4, common["NUM_WARPS"],
+                                                load_words=lw, lazy_rescale=common["LAZY_RESCALE"], lane_elems=8)
     g.run_and_compare("optimized", cfg, rtol=RTOL, parts=("spread", str(load_words)))
 
 
