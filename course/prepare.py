@@ -113,19 +113,23 @@ class Ahead:
 
     ``get(info)`` waits for that day's worker and returns a function of the size index giving its
     Prepared, or None where the worker failed (the benchmark then makes it itself, and ``notes`` says
-    why). At most ``jobs`` workers run at once, and at most ``keep`` days (default 2 x jobs) are ahead
-    of the GPU, made or being made: a day's files are deleted once it has been timed. A finished day
-    does not hold a worker's place, so the workers run as far ahead as ``keep`` lets them: a day whose
-    reference takes minutes (the attention days') starts while the days before it are timed, not only
-    when the one before it has its turn. ``seconds`` holds each finished worker's wall time (seen from
-    here: to within the few seconds between two looks)."""
+    why). At most ``jobs`` workers run at once, and at most ``keep`` days (default 3 x jobs) are ahead
+    of the GPU, made or being made: a day's files are deleted once it has been timed. A day flagged
+    early is not counted in ``keep``: it is made minutes before its turn on purpose, and counted it
+    would hold two of the places the first days need (a visit's day 16 waited 41 s for it). A finished
+    day does not hold a worker's place, so the workers run as far ahead as ``keep`` lets them: a day
+    whose reference takes minutes (the attention days') starts while the days before it are timed, not
+    only when the one before it has its turn. :meth:`refill` starts workers in the places that came
+    free (``get`` and ``done`` call it; bench_all also between the versions of a day). ``seconds``
+    holds each finished worker's wall time (seen from here: to within the few seconds between two
+    looks)."""
 
     def __init__(self, infos, outdir: Path, jobs: int, keep: int | None = None):
         self.queue = list(infos)
         self.outdir = Path(outdir)
         self.outdir.mkdir(parents=True, exist_ok=True)
         self.jobs = max(1, jobs)
-        self.keep = max(self.jobs, keep if keep is not None else 2 * self.jobs)
+        self.keep = max(self.jobs, keep if keep is not None else 3 * self.jobs)
         self.running: dict[str, subprocess.Popen] = {}  # started and not yet timed: running or finished
         self.started: dict[str, float] = {}
         self.seconds: dict[str, float] = {}  # slug -> the worker's wall time, once it has finished
@@ -135,6 +139,7 @@ class Ahead:
         # that days 65-70 share, minutes on two threads) gets a worker first, whatever its place: it runs
         # while the days before it are timed, and the days that share its references then only load them.
         early = [i for i in self.queue if days.constants(i.solution_path).get("BENCH_PREPARE_EARLY")]
+        self.early = {i.slug for i in early}
         self.queue = early + [i for i in self.queue if i not in early]
         self._fill()
 
@@ -163,9 +168,16 @@ class Ahead:
 
     def _fill(self) -> None:
         active = self._active()
-        while self.queue and len(self.running) < self.keep and active < self.jobs:
-            self._start(self.queue.pop(0))
+        ahead = sum(slug not in self.early for slug in self.running)
+        while self.queue and (ahead < self.keep or self.queue[0].slug in self.early) and active < self.jobs:
+            info = self.queue.pop(0)
+            self._start(info)
             active += 1
+            ahead += info.slug not in self.early
+
+    def refill(self) -> None:
+        """Start workers in the places that came free since the last look (a worker that finished)."""
+        self._fill()
 
     def get(self, info, timeout: float | None = None, heartbeat=None, every: float = 30.0):
         """Wait for ``info``'s worker (at most ``timeout`` seconds; ``heartbeat(seconds)`` called every

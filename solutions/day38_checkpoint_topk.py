@@ -138,8 +138,14 @@ def make_inputs(n, seed: int = 0):
 
 
 def reference_indices(x, k):
-    """The k indices of the largest values, largest first, ties to the smallest index (-0.0 == +0.0)."""
-    return np.argsort(-x, kind="stable")[:k].astype(np.int32)
+    """The k indices of the largest values, largest first, ties to the smallest index (-0.0 == +0.0).
+    Only the candidates are sorted: every value at least the k-th largest, which ``np.partition``
+    finds in linear time (the whole array stably sorted took 14 s at the benchmark's 2^26)."""
+    if not 0 < k < x.size:
+        return np.argsort(-x, kind="stable")[:k].astype(np.int32)
+    kth = np.partition(x, x.size - k)[x.size - k]
+    candidates = np.flatnonzero(x >= kth)  # in index order: the stable sort keeps ties that way
+    return candidates[np.argsort(-x[candidates], kind="stable")[:k]].astype(np.int32)
 
 
 def reference(x, k):

@@ -476,6 +476,9 @@ def test_bench_all_stops_a_day_past_its_limit(tmp_path, capsys):
         def done(self, info):
             pass
 
+        def refill(self):
+            pass
+
         def paused(self):
             import contextlib
 
@@ -576,6 +579,7 @@ def test_bench_run_with_prepared_inputs_end_to_end(monkeypatch):
     monkeypatch.setattr(bench, "ON_GPU", True)
     monkeypatch.setattr(bench, "Timer", Clock)
     monkeypatch.setattr(bench, "copy_peak_gbps", lambda timer: 1000.0)
+    monkeypatch.setattr(bench, "_PEAKS", {})  # the stand-in rate never outlives the test
     if not course.ON_GPU:  # the simulator's device has no name; a GPU's is used as it is
         monkeypatch.setattr(bench.cuda, "get_current_device", lambda: SimpleNamespace(name=b"stand-in"))
     sol = days.load_solution(1)
@@ -591,6 +595,47 @@ def test_bench_run_with_prepared_inputs_end_to_end(monkeypatch):
     wrong = bench.Prepared(prepared.inputs, prepared.expected * 2, prepared.nbytes, prepared.flops)
     result = bench.run(1, 1000, prepared=wrong, with_library=False)
     assert all(r.checked != "ok" for r in result.rows)
+
+
+def test_a_peak_measured_moments_ago_is_reused(monkeypatch):
+    """bench.recent_peak: within PEAK_MAX_AGE_S of a measurement the same key gets that rate and its
+    age; another key, or an older one, is measured again."""
+    from course import bench
+
+    monkeypatch.setattr(bench, "_PEAKS", {})
+    now = [1000.0]
+    monkeypatch.setattr(bench.time, "monotonic", lambda: now[0])
+    calls = []
+
+    def measure(rate):
+        return lambda: calls.append(rate) or rate
+
+    assert bench.recent_peak(("copy",), measure(3000.0)) == (3000.0, None)
+    now[0] += bench.PEAK_MAX_AGE_S / 2
+    assert bench.recent_peak(("copy",), measure(1.0)) == (3000.0, bench.PEAK_MAX_AGE_S / 2)
+    assert bench.recent_peak(("gemm", "float16"), measure(700.0)) == (700.0, None)
+    now[0] += bench.PEAK_MAX_AGE_S
+    assert bench.recent_peak(("copy",), measure(4000.0)) == (4000.0, None)
+    assert calls == [3000.0, 700.0, 4000.0]
+
+
+@pytest.mark.gpu
+def test_a_slow_version_counts_its_last_warm_up_as_a_sample():
+    """A call of over a second, compiled, is not called again for its first sample: two warm-up calls
+    (the first may compile), then SLOW_REPEATS samples of which the second warm-up is the first."""
+    import time
+
+    from course import bench
+
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(bench.SLOW_MS * 1.05e-3)
+
+    ms, _ = bench.Timer().time(slow)
+    assert len(calls) == 2 + bench.SLOW_REPEATS - 1, f"{len(calls)} calls"
+    assert bench.SLOW_MS < ms < bench.SLOW_MS * 1.3, ms
 
 
 def test_cuda_array_interface_sync_is_off():
@@ -697,6 +742,27 @@ def test_a_day_flagged_early_gets_the_first_worker(tmp_path):
         assert [i.number for i in ahead.queue] == [2, 17], "the rest keep the timing order"
     finally:
         ahead.close()  # the day-65 worker would compute a 2-TFLOP float64 reference: stopped here
+
+
+def test_a_day_flagged_early_leaves_the_places_ahead_to_the_others(tmp_path):
+    """A day flagged early is made minutes before its turn on purpose: it is not counted among the
+    ``keep`` days ahead, so with room for two, the days in timing order still get two places."""
+    import time
+
+    from course import prepare
+
+    infos = [days.find(d) for d in (2, 17, 65)]
+    ahead = prepare.Ahead(infos, tmp_path, jobs=2, keep=2)
+    try:
+        assert set(ahead.running) == {days.find(65).slug, days.find(2).slug}
+        deadline = time.perf_counter() + 120
+        while days.find(2).slug not in ahead.seconds and time.perf_counter() < deadline:
+            time.sleep(0.2)
+            ahead.refill()
+        assert days.find(17).slug in ahead.running, (
+            f"day 2 finished and day 17 did not start: running {sorted(ahead.running)}, keep {ahead.keep}")
+    finally:
+        ahead.close()
 
 
 def test_workers_pause_around_wall_clock_timing(tmp_path):

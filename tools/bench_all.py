@@ -7,7 +7,7 @@ files by tools/readme_tables.py.
 
 The GPU times one day at a time. What needs only the host runs ahead: ``--jobs`` worker processes
 (course.prepare) make the next days' inputs and references while the GPU times the current day, up to
-2 x jobs days ahead, so a day's turn starts with its inputs ready (an attention day's float64
+3 x jobs days ahead, so a day's turn starts with its inputs ready (an attention day's float64
 reference takes minutes: it has to start a dozen days early). The re-check after timing compares on the GPU
 (course.checking). A day whose timing runs past ``--day-limit`` seconds is stopped, reported as TIMEOUT
 with the step it was in, and the next day starts: one slow day cannot take a visit's ten minutes.
@@ -124,6 +124,7 @@ def run_day(info, ahead: prepare.Ahead, runner, args) -> bool:
 
     def progress(msg, day=info.number):  # where a slow day's time goes, as it goes
         step[0] = msg
+        ahead.refill()  # a worker that finished while this day is timed: its place goes to the next day
         print(f"  day {day:02d} +{time.perf_counter() - start:5.1f} s  {msg}", flush=True)
 
     try:

@@ -45,15 +45,22 @@ def make_inputs(n: int, seed: int = 0):
 
 
 def reference(x):
+    """Even indices: the smoothing recurrence; odd ones: Newton's square root of 1 + x^2. Each half is
+    computed on its own elements only (at the benchmark's 2^26 floats, half the float64 work)."""
     v = x.astype(np.float64)
-    smooth = np.zeros_like(v)
-    root = np.ones_like(v)
-    w = 1.0 + v * v
-    for _ in range(STEPS):
-        smooth = smooth * float(DECAY) + v
-        root = 0.5 * (root + w / root)
-    even = np.arange(x.size) % 2 == 0
-    return np.where(even, smooth, root).astype(np.float32)
+    even, odd = v[0::2], v[1::2]
+    smooth = np.zeros_like(even)
+    root = np.ones_like(odd)
+    w = 1.0 + odd * odd
+    for _ in range(STEPS):  # in place: no new arrays a step
+        smooth *= float(DECAY)
+        smooth += even
+        root += w / root
+        root *= 0.5
+    out = np.empty(x.size, dtype=np.float32)
+    out[0::2] = smooth
+    out[1::2] = root
+    return out
 
 
 def traffic(x):
