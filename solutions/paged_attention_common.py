@@ -17,8 +17,9 @@ words, online softmax in base 2, warps merged through shared memory) with three 
              8 spreads a row of 128 over 16 lanes instead of 8, so four heads' q and accumulators take
              64 registers, not 128, one more butterfly step a dot product; with 16-byte loads the
              kernel at four heads then takes 168 registers (3 blocks of 4 warps an SM), not 254 (2).
-             The launch reads this module's LANE_ELEMS (None: day 78's; off until measured:
-             tools/paged_bound.py's row h; day 89's lesson says why occupancy is the bound).
+             The launch reads this module's LANE_ELEMS (None: day 78's; off: on an H100 row h of
+             tools/paged_bound.py measured 1.33x slower than the default at 4k and 32k; the H200,
+             whose bound is the occupancy, is still to be measured: day 89's lesson).
   lazy_rescale  rescale the running sums only on a trip where some lane of the warp saw a new max
              (a vote, then a warp-uniform branch); elsewhere the correction is exp2(0) = 1 exactly, so
              the output is bit for bit the same with fewer instructions a trip. The launch reads this
