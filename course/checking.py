@@ -62,13 +62,21 @@ FLOOR = 1e-2  # elements below this share of the output's scale are held to an a
 # takes microseconds, while CuPy compiles each comparison kernel the first time it meets a dtype (one
 # int32 histogram's first re-check took 11 s of a benchmark visit on a fresh machine).
 DEVICE_COMPARE_MIN_BYTES = 1 << 22
+# A NumPy output at least this large is compared on the GPU too, when there is one: copying 256 MB over
+# takes tens of milliseconds, comparing it in float64 on one CPU thread seconds (a benchmark visit's
+# re-checks of days 03, 50 and 52, whose versions return NumPy arrays, took 2-4 s a version).
+HOST_UPLOAD_MIN_BYTES = 1 << 26
 
 
-def device_module(got):
-    """CuPy when ``got`` lives on a GPU that CuPy can use, else None: a benchmark's re-check then compares
-    where the output already is, instead of copying it over PCIe and comparing in float64 on one CPU
-    thread (measured here: 1.4 s for 2^26 float32 elements, 9.8 s for 2^27; a day re-checks each version)."""
-    if isinstance(got, np.ndarray) or not hasattr(got, "__cuda_array_interface__"):
+def device_module(got, host_too: bool = False):
+    """CuPy when ``got`` lives on a GPU that CuPy can use (or, with ``host_too``, is a NumPy array and
+    there is such a GPU), else None: a benchmark's re-check then compares where the output already is,
+    instead of copying it over PCIe and comparing in float64 on one CPU thread (measured here: 1.4 s for
+    2^26 float32 elements, 9.8 s for 2^27; a day re-checks each version)."""
+    if isinstance(got, np.ndarray):
+        if not host_too:
+            return None
+    elif not hasattr(got, "__cuda_array_interface__"):
         return None
     from course import ON_GPU  # the package decided GPU or simulator at import; the simulator's arrays stay on the host
 
@@ -91,7 +99,8 @@ def compare(got, expected, *, rtol: float | None = None, floor: float | None = N
                  for i, (g, e) in enumerate(zip(got, expected))]
         return Report(all(p.ok for p in parts), "\n".join(p.text for p in parts),
                       max(p.max_rel_error for p in parts))
-    xp = device_module(got) if getattr(got, "nbytes", 0) >= DEVICE_COMPARE_MIN_BYTES else None
+    nbytes = getattr(got, "nbytes", 0)
+    xp = device_module(got, host_too=nbytes >= HOST_UPLOAD_MIN_BYTES) if nbytes >= DEVICE_COMPARE_MIN_BYTES else None
     if xp is not None:
         try:
             return _compare_arrays(xp, xp.asarray(got), expected, rtol, floor, name, show, min_scale)

@@ -522,14 +522,33 @@ def test_compare_on_the_device_agrees_with_the_host(case, monkeypatch):
         ref, got = ref[:100_000].reshape(400, 250), got[:100_000].reshape(400, 250)
         got[399, 17] = 100.0
     assert checking.device_module(cuda.to_device(got)) is not None
+    monkeypatch.setattr(checking, "HOST_UPLOAD_MIN_BYTES", 1 << 62)
     on_host = checking.compare(got, ref)
     import warnings
 
-    for device_array in (cuda.to_device(got), __import__("cupy").asarray(got)):
+    # A NumPy output of HOST_UPLOAD_MIN_BYTES or more is copied over and compared on the GPU too.
+    monkeypatch.setattr(checking, "HOST_UPLOAD_MIN_BYTES", 0)
+    assert checking.device_module(got, host_too=True) is not None and checking.device_module(got) is None
+    for device_array in (got, cuda.to_device(got), __import__("cupy").asarray(got)):
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # no quiet fallback to the host
             on_device = checking.compare(device_array, ref)
         assert (on_device.ok, on_device.text) == (on_host.ok, on_host.text)
+
+
+@pytest.mark.gpu
+def test_an_unordered_output_is_sorted_on_the_gpu():
+    """bench.sorted_on_gpu (day 31's naive re-check: the kept elements in any order): NumPy, Numba and
+    CuPy arrays alike, sorted as NumPy sorts, ties and -inf included."""
+    import cupy
+
+    from course import bench
+
+    x = np.random.default_rng(3).integers(-50, 50, 10_007).astype(np.float32)
+    x[[4, 9]] = -np.inf
+    for a in (x, cuda.to_device(x), cupy.asarray(x)):
+        got = bench.sorted_on_gpu(a)
+        assert isinstance(got, cupy.ndarray) and np.array_equal(got.get(), np.sort(x))
 
 
 @cuda.jit
