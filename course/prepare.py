@@ -149,7 +149,9 @@ class Ahead:
         # The cores shared out between the workers (the float64 references are mostly BLAS: an attention
         # reference is ~2 TFLOP), at a lower priority: the process timing the GPU keeps a core of its own
         # for its launches (a version timed by the wall clock counts its host time).
-        threads = str(max(1, (os.cpu_count() or 2) // (self.jobs + 1)))
+        # A day flagged early (a float64 attention reference, minutes of BLAS) gets twice the share.
+        share = max(1, (os.cpu_count() or 2) // (self.jobs + 1))
+        threads = str(2 * share if info.slug in self.early else share)
         env = dict(os.environ, **{k: threads for k in BLAS_THREADS})
         self.started[info.slug] = time.perf_counter()
         self.running[info.slug] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=days.ROOT,

@@ -1,6 +1,6 @@
 """Benchmark every day (or the ones named) on a GPU and save each result as JSON.
 
-    python tools/bench_all.py results/h200 [6 7 8 ...] [--jobs 6] [--day-limit 60] [--compile-ahead]
+    python tools/bench_all.py results/h200 [6 7 8 ...] [--jobs 8] [--day-limit 60] [--compile-ahead]
 
 Prints one fixed-format line per day as it goes; the README's results table is built from the JSON
 files by tools/readme_tables.py.
@@ -70,7 +70,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench_all", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="folder for one JSON per day")
     parser.add_argument("days", nargs="*", type=int, help="days to time (default: every day)")
-    parser.add_argument("--jobs", type=int, default=max(1, min(6, (os.cpu_count() or 2) - 2)),
+    # 8 on the GPU machine's 16 cores: with 6, two of them on the early attention references for their
+    # first 200 s, the first days' inputs made the GPU wait (days 09, 10 and 16 of one visit: 51 s).
+    parser.add_argument("--jobs", type=int, default=max(1, min(8, (os.cpu_count() or 2) - 2)),
                         help="worker processes making inputs and references ahead (default: %(default)s)")
     parser.add_argument("--day-limit", type=float, default=60.0,
                         help="seconds a day's timing may take, once its inputs are ready; 0: no limit")
