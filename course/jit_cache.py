@@ -19,8 +19,10 @@ earlier version of a file can be found there.
 
 from __future__ import annotations
 
+import collections
 import os
 import sys
+import weakref
 from pathlib import Path
 
 from course import ON_GPU
@@ -28,6 +30,7 @@ from course import ON_GPU
 ENV = "COURSE_JIT_CACHE"
 _ROOT = str(Path(__file__).resolve().parent.parent)
 _enabled = False
+_seen: weakref.WeakSet = weakref.WeakSet()  # the course's dispatchers met since enable()
 
 
 def directory() -> str | None:
@@ -91,7 +94,10 @@ def _key_by_types(cache) -> None:
 
 def _cache_on(dispatcher) -> bool:
     """Turn the disk cache on for one of the course's dispatchers (True), or leave it (False)."""
-    if not _ours(dispatcher) or not _keyable(dispatcher):
+    if not _ours(dispatcher):
+        return False
+    _seen.add(dispatcher)
+    if not _keyable(dispatcher):
         return False
     try:
         dispatcher.enable_caching()
@@ -99,6 +105,20 @@ def _cache_on(dispatcher) -> bool:
     except Exception:
         return False
     return True
+
+
+def compiled_here() -> collections.Counter:
+    """How many specializations of each of the course's kernels this process compiled itself, found
+    neither in memory nor on disk (Numba counts them in a dispatcher's ``_cache_misses``), by
+    ``module.function``: what bench_all prints after each day, so a kernel that compiling ahead misses
+    (built in a factory the workers never call, or keyed apart) is named, not guessed."""
+    counts = collections.Counter()
+    for dispatcher in list(_seen):
+        misses = sum(getattr(dispatcher, "_cache_misses", {}).values())
+        if misses:
+            fn = dispatcher.py_func
+            counts[f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__qualname__}"] += misses
+    return counts
 
 
 def enable() -> int:

@@ -53,6 +53,10 @@ out["scan_cached"] = jit_cache._cache_on(scan)
 typed = tuple(types.Array(t.dtype, t.ndim, "C") for t in jit_cache.argtypes(sig))
 out["same_key"] = scan._cache._index_key(sig, Codegen()) == scan._cache._index_key(typed, Codegen())
 out["typed_is_launch_types"] = typed == jit_cache.argtypes(sig)
+# What the process compiled itself, by kernel (Numba's miss counter, bumped here by hand: no driver)
+before = jit_cache.compiled_here()
+scan._cache_misses[typed] += 1
+out["compiled_here"] = dict(jit_cache.compiled_here() - before)
 print(json.dumps(out))
 """
 
@@ -71,6 +75,7 @@ def test_which_dispatchers_cache_on_disk(tmp_path):
     assert got["compile_day_off"] == {}
     assert got["scan_cached"] and got["same_key"] and got["typed_is_launch_types"], \
         "a string signature and its types: one cache key"
+    assert got["compiled_here"] == {"day29_scan_decoupled_lookback.single_pass_kernel": 1}, got["compiled_here"]
 
 
 def test_bench_all_takes_compile_ahead():

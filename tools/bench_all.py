@@ -141,8 +141,12 @@ def run_day(info, ahead: prepare.Ahead, runner, args) -> bool:
                      + ("" if made is None else f"; its worker took {made:.1f} s") + ")")
         args.totals["waiting"] += ahead.waited_s
         start = time.perf_counter()
+        compiled = jit_cache.compiled_here()  # empty unless compiling ahead (the course's dispatchers seen)
         with limit(args.day_limit):
             result = runner(info.number, prepared=prepared, progress=progress, quiet=ahead.paused)
+        missed = jit_cache.compiled_here() - compiled
+        if missed:  # kernels the workers did not compile ahead, or compiled under another key
+            progress("compiled while timed (not on disk): " + ", ".join(f"{k} x{v}" for k, v in missed.items()))
     except DayTimeout as exc:
         print(f"day {info.number:02d} TIMEOUT {exc}, while: {step[0]}", flush=True)
         settle()
