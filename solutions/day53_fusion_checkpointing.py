@@ -535,7 +535,7 @@ def gemm_epilogue(a, b, bias, apply_gelu: bool):
     d_a, d_b, d_bias = launch.to_device(a, b, bias)
     c = launch.empty((m, n), np.float32)
     matmul_epilogue_kernel[launch.blocks(m, BM) * launch.blocks(n, BN), THREADS_2D](
-        d_a, d_b, d_bias, c, 1 if apply_gelu else 0)
+        d_a, d_b, d_bias, c, np.int32(1 if apply_gelu else 0))  # int32, as KERNELS compiles it
     return launch.result(c, a, b, bias)
 
 

@@ -310,7 +310,7 @@ def naive(table, ids):
         return launch.result(out, table, ids)
     word = np.uint32 if table.dtype.itemsize == 4 else np.uint16  # one element: the naive unit
     gather_naive_kernel[launch.blocks(tokens * hidden, THREADS), THREADS](
-        _words(d_table, word), d_ids, _words(out, word), BAD_WORD[table.dtype.itemsize])
+        _words(d_table, word), d_ids, _words(out, word), np.uint32(BAD_WORD[table.dtype.itemsize]))
     return launch.result(out, table, ids)
 
 
@@ -333,7 +333,7 @@ def optimized(table, ids):
     warps = -(-tokens // ROWS)
     threads = min(THREADS, WARP * warps)
     kernel = make_gather_kernel(wide_access)
-    args = (_words(d_table, word), d_ids, _words(out, word), bad)
+    args = (_words(d_table, word), d_ids, _words(out, word), np.uint32(bad))  # uint32, as KERNELS compiles it
     # No more blocks an SM than its registers let in (3 of 256 threads at 66 registers): a grid of 8 an
     # SM would run as waves, the last one part-full.
     per_sm = launch.resident_blocks(kernel, threads, *args, most=BLOCKS_PER_SM)

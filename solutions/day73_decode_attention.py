@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from course import DEVICE, cuda, launch
-from numba import float32, uint32, uint64
+from numba import float32, int32, uint32, uint64
 
 TITLE = "Decode attention over a contiguous cache"
 MEMORY_SPACE = "shared + register"
@@ -482,12 +482,13 @@ def optimized(query, key_cache, value_cache, context_lens, scale):
     part_sum = launch.empty((seqs, heads, parts), np.float32)
     grid = (heads // hg, seqs, parts)  # head chunks fastest: a group's chunks share rows in L2
     kernel[grid, WARPS * WARP](part_out, part_max, part_sum, q, cache_words(kc), cache_words(vc), lens,
-                               float32(scale * LOG2E), kv_heads, max_len, part_tokens)
+                               float32(scale * LOG2E), int32(kv_heads), int32(max_len), int32(part_tokens))
     if parts == 1:  # one partition is the whole context: its normalized output is the answer
         out = part_out.reshape(query.shape)
     else:
         out = launch.empty(query.shape, np.float32)
-        merge_partitions_kernel[(heads, seqs), head_dim](out, part_out, part_max, part_sum, lens, part_tokens)
+        merge_partitions_kernel[(heads, seqs), head_dim](out, part_out, part_max, part_sum, lens,
+                                                         np.int32(part_tokens))
     return launch.result(out, query, key_cache, value_cache, context_lens)
 
 

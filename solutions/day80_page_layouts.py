@@ -41,7 +41,7 @@ import math
 import numpy as np
 
 from course import DEVICE, cuda, launch
-from numba import float32, uint32, uint64
+from numba import float32, int32, uint32, uint64
 from solutions.day78_paged_attention_v1 import (  # the day's problem is day 78's
     LOG2E,
     NO_LOGIT,
@@ -317,7 +317,7 @@ def _launch(layout, query, key_cache, value_cache, block_tables, context_lens, s
     kernel = layout_kernel(head_dim, np.dtype(key_cache.dtype).name, block_size, layout, heads)
     words = cache_words(kc, np.uint32), cache_words(vc, np.uint32)  # the kernel reads 4-byte words
     grid = (num_heads // heads, num_seqs)  # a group's chunks side by side: they share pages in L2
-    kernel[grid, NUM_WARPS * WARP](out, q, *words, tables, lens, float32(scale * LOG2E), num_kv_heads)
+    kernel[grid, NUM_WARPS * WARP](out, q, *words, tables, lens, float32(scale * LOG2E), int32(num_kv_heads))
     return launch.result(out, query, key_cache)
 
 

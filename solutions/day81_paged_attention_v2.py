@@ -184,7 +184,7 @@ def optimized(query, key_cache, value_cache, block_tables, context_lens, scale, 
     num_seqs, num_heads, head_dim = query.shape
     out = launch.empty(query.shape, np.float32)  # (num_seqs, num_heads, head_dim)
     paged_attention_reduce_kernel[(num_heads, num_seqs), head_dim](out, part_out, part_max, part_sum, lens,
-                                                                   partition_size)
+                                                                   np.int32(partition_size))
     return launch.result(out, query, key_cache)
 
 

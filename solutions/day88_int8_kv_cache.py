@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from course import cuda, launch
-from numba import float32, int8, uint32, uint64
+from numba import float32, int8, int32, uint32, uint64
 from numba.types import float16
 from solutions.day78_paged_attention_v1 import HEAD_DIMS, LIBRARY_RTOL
 from solutions.day78_paged_attention_v1 import LOG2E, NO_LOGIT, NUM_WARPS, WARP, Config, cache_words, check_decode_step
@@ -443,7 +443,7 @@ def optimized(query, key_cache, value_cache, key_scales, value_scales, block_tab
     rows = key_scales.shape[0] * key_scales.shape[1] * num_kv_heads
     kernel[(num_kv_heads * chunks, num_seqs), NUM_WARPS * WARP](
         out, q, cache_words(kc, np.uint32), cache_words(vc, np.uint32), ks.reshape(rows), vs.reshape(rows),
-        tables, lens, float32(scale * LOG2E), key_cache.shape[1], num_kv_heads)
+        tables, lens, float32(scale * LOG2E), int32(key_cache.shape[1]), int32(num_kv_heads))
     return launch.result(out, query, key_cache)
 
 

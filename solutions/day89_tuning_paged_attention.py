@@ -353,7 +353,7 @@ def paged_attention(query, key_cache, value_cache, block_tables, context_lens, s
         return launch.result(part_out.reshape(query.shape), query, key_cache)
     out = launch.empty(query.shape, np.float32)  # (num_seqs, num_heads, head_dim)
     paged_attention_reduce_kernel[(num_heads, num_seqs), head_dim](out, part_out, part_max, part_sum, lens,
-                                                                   partition)
+                                                                   np.int32(partition))
     return launch.result(out, query, key_cache)
 
 

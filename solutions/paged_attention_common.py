@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from course import cuda, launch, wide
-from numba import float32, uint32, uint64
+from numba import float32, int32, uint32, uint64
 from solutions.day73_decode_attention import ROW_STEP
 from solutions.day78_paged_attention_v1 import (
     LOAD_WORDS,
@@ -351,7 +351,7 @@ def launch_attention(query, key_cache, value_cache, block_tables, context_lens, 
     part_sum = launch.empty((num_seqs, num_heads, plan.parts), np.float32)
     plan.kernel[plan.grid, plan.threads](part_out, part_max, part_sum, q, kernel_words(kc, plan.load_words),
                                          kernel_words(vc, plan.load_words), tables, lens, float32(scale * LOG2E),
-                                         key_cache.shape[2], plan.part_pages)
+                                         int32(key_cache.shape[2]), int32(plan.part_pages))
     return part_out, part_max, part_sum
 
 

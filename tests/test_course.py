@@ -391,6 +391,31 @@ def test_with_globals_compiles_the_same_kernel_with_another_device_function():
         days.with_globals(_apply, not_read=_times_two)
 
 
+@pytest.mark.skipif(course.ON_GPU, reason="tools/launch_types.py records launches in the simulator")
+def test_launch_types_names_a_launch_compiled_ahead_under_other_types(monkeypatch):
+    """tools/launch_types.py: day 55's kernels launched with their flag as a Python int (int64, where
+    KERNELS compiles int32) are named, each with the types KERNELS compiles; launched as int32, none."""
+    sys.path.insert(0, str(days.ROOT / "tools"))
+    try:
+        import launch_types
+    finally:
+        sys.path.pop(0)
+    seen = launch_types.record_launches()
+    try:
+        entries = launch_types.all_entries()
+        misses, _ = launch_types.check_day(55, seen, entries)
+        assert misses == [], misses
+        sol = days.load_solution(55)
+        monkeypatch.setattr(sol, "_exact", lambda approximate: 1 if approximate == "none" else 0)
+        misses, _ = launch_types.check_day(55, seen, entries)
+        assert len(misses) == 2 and all("int64), KERNELS compiles 55." in m for m in misses), misses
+        assert {m.split(":")[0] for m in misses} == {"day 55 naive", "day 55 optimized"}
+    finally:
+        from numba.cuda.simulator import kernel as sim_kernel
+
+        sim_kernel.FakeCUDAKernel.__call__ = launch_types._SIM_CALL  # the simulator as it was
+
+
 def test_engine_profile_names_the_serving_loop(capsys, tmp_path):
     """tools/engine_profile.py: one serve() under cProfile, its tables and the written profile; bad
     lengths refused before anything runs."""

@@ -259,8 +259,10 @@ def check_inputs(x, bias, approximate) -> None:
         raise ValueError(f"approximate: expected one of {APPROXIMATIONS}, got {approximate!r}")
 
 
-def _exact(approximate: str) -> int:
-    return 1 if approximate == "none" else 0
+def _exact(approximate: str) -> np.int32:
+    """The kernels' flag, an int32 as KERNELS compiles them (a Python int would launch as int64: another
+    specialization, compiled at the first call)."""
+    return np.int32(1 if approximate == "none" else 0)
 
 
 def naive(x, bias, approximate):

@@ -303,7 +303,7 @@ def naive(q, k, positions, cos_sin_cache, style):
         rows = _rows(d_x)
         if rows.size:
             grid = launch.grid_stride_blocks(rows.size // 2, THREADS)
-            rope_naive_kernel[grid, THREADS](rows, d_pos, d_x.shape[1], cos_sin_cache.shape[0], neox)
+            rope_naive_kernel[grid, THREADS](rows, d_pos, d_x.shape[1], cos_sin_cache.shape[0], np.int32(neox))
     return _returned(d_q, d_k, q, k)
 
 
@@ -319,7 +319,7 @@ def optimized(q, k, positions, cos_sin_cache, style):
     kv_heads = k.shape[1]
     if tokens == 0 or q_heads + kv_heads == 0:
         return _returned(d_q, d_k, q, k)
-    neox = 1 if style == "neox" else 0
+    neox = np.int32(1 if style == "neox" else 0)  # int32, as KERNELS compiles the kernels
     rows_q, rows_k = _rows(d_q), _rows(d_k)
     if head_dim % (2 * PAIRS_PER_GROUP) == 0:  # whole float4 groups in both halves of every row
         slots = head_slots(q_heads)

@@ -51,7 +51,7 @@ import numpy as np
 
 from course import DEVICE, cuda, launch, wide
 from course.checking import to_host
-from numba import float32, uint32, uint64
+from numba import float32, int32, uint32, uint64
 from solutions.day73_decode_attention import (  # day 73's trip length, words and softmax base, paged here
     LOG2E,
     ROW_STEP,
@@ -419,7 +419,7 @@ def optimized(query, key_cache, value_cache, block_tables, context_lens, scale):
     grid = (num_heads, num_seqs)  # heads fastest: a group's blocks share pages in L2
     lw = load_width(head_dim, key_cache.dtype.itemsize, LOAD_WORDS)
     kernel[grid, NUM_WARPS * WARP](out, q, kernel_words(kc, lw), kernel_words(vc, lw), tables, lens,
-                                   float32(scale * LOG2E), key_cache.shape[2])
+                                   float32(scale * LOG2E), int32(key_cache.shape[2]))
     return launch.result(out, query, key_cache)
 
 
