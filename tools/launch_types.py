@@ -6,8 +6,8 @@
 signatures, and the timing process loads them from disk, keyed by the argument types (course.jit_cache).
 A launch whose argument types differ from the entry's (a Python int, typed int64, where the signature
 says int32; a strided view where it says ``[::1]``) finds nothing there and compiles while it is timed:
-1-3 s of a visit each. This runs each version of a day once in the simulator, on the inputs of its first
-test size moved to the device as a benchmark moves them, records the argument types of every launch
+1-3 s of a visit each. This runs each version of a day once in the simulator, on inputs moved to the
+device as a benchmark moves them (at a test size: see below), records the argument types of every launch
 as Numba would type them on a GPU (``typeof``: an array by dtype, dimensions and layout, a Python int
 as int64), and names each launch of a ``KERNELS`` kernel whose types no entry of it compiles.
 
