@@ -493,6 +493,18 @@ def swiglu_kernel(gate_up, out):
 _SWIGLU_SIG = "void({t}[:, ::1], {t}[:, ::1])"
 KERNELS["optimized.swiglu"] = (swiglu_kernel, _SWIGLU_SIG.format(t="float32"))
 KERNELS["optimized.swiglu.fp16"] = (swiglu_kernel, _SWIGLU_SIG.format(t="float16"))
+# The engine's attention on a GPU at the benchmark's model ("small": head 64, 8 query heads over 2 KV
+# heads, a float32 cache of 16-token pages): day 89's decode kernel and day 87's prefill kernel for that
+# shape, built as DecodePlan and attention_mixed build them at the first step, so that make inspect shows
+# the kernels the engine runs and bench_all's workers compile them ahead.
+_SMALL = MODELS["small"]
+_DECODE = common.attention_launch(1, _SMALL.num_heads, _SMALL.head_dim, 1,
+                                  np.empty((1, 16, _SMALL.num_kv_heads, _SMALL.head_dim), np.float32),
+                                  heads=tuned.heads_per_block(_SMALL.num_heads, _SMALL.num_kv_heads, tuned.MAX_GROUP),
+                                  num_warps=tuned.DEFAULT_WARPS)
+KERNELS["optimized.decode"] = (_DECODE.kernel, _DECODE.signature)
+KERNELS["optimized.prefill"] = (chunked.prefill_kernel(_SMALL.head_dim),
+                                chunked.SIG_TILED.replace("float16", "float32"))
 
 
 # --- the engine -----------------------------------------------------------------------------------
