@@ -141,7 +141,7 @@ class Ahead:
         early = [i for i in self.queue if days.constants(i.solution_path).get("BENCH_PREPARE_EARLY")]
         self.early = {i.slug for i in early}
         self.queue = early + [i for i in self.queue if i not in early]
-        self._fill()
+        self.refill()
 
     def _start(self, info) -> None:
         log = open(self.outdir / f"{info.slug}.log", "wb")
@@ -168,7 +168,8 @@ class Ahead:
                 self.seconds[slug] = time.perf_counter() - self.started[slug]
         return active
 
-    def _fill(self) -> None:
+    def refill(self) -> None:
+        """Start workers in the places that came free since the last look (a worker that finished)."""
         active = self._active()
         ahead = sum(slug not in self.early for slug in self.running)
         while self.queue and (ahead < self.keep or self.queue[0].slug in self.early) and active < self.jobs:
@@ -176,10 +177,6 @@ class Ahead:
             self._start(info)
             active += 1
             ahead += info.slug not in self.early
-
-    def refill(self) -> None:
-        """Start workers in the places that came free since the last look (a worker that finished)."""
-        self._fill()
 
     def get(self, info, timeout: float | None = None, heartbeat=None, every: float = 30.0):
         """Wait for ``info``'s worker (at most ``timeout`` seconds; ``heartbeat(seconds)`` called every
@@ -206,13 +203,13 @@ class Ahead:
                     proc.wait()
                     self.notes[info.slug] = f"its worker was still making the inputs after {timeout:.0f} s"
                     break
-                self._fill()
+                self.refill()
                 if heartbeat and time.perf_counter() - beat >= every:
                     beat = time.perf_counter()
                     heartbeat(beat - waited)
         self._active()  # its wall time, before it leaves the list
         del self.running[info.slug]
-        self._fill()
+        self.refill()
         error = error_path(self.outdir, info.slug)
         if error.exists():
             self.notes[info.slug] = "its worker failed: " + error.read_text().strip().splitlines()[-1]
@@ -251,7 +248,7 @@ class Ahead:
             proc.wait()
         for path in self.outdir.glob(f"{info.slug}.*"):
             path.unlink(missing_ok=True)
-        self._fill()
+        self.refill()
 
     def close(self) -> None:
         for proc in self.running.values():

@@ -760,7 +760,7 @@ def test_workers_run_ahead_past_finished_days(tmp_path):
         assert len(ahead.running) == 1, "one worker at a time"
         deadline = time.perf_counter() + 120
         while len(ahead.seconds) < 3 and time.perf_counter() < deadline:
-            ahead._fill()  # what get() does while it waits
+            ahead.refill()  # what get() does while it waits
             time.sleep(0.2)
         assert set(ahead.seconds) == {i.slug for i in infos}, f"made ahead: {sorted(ahead.seconds)}"
         assert all(s > 0 for s in ahead.seconds.values())
