@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from course import checking, compiler
+from course import ON_GPU, checking, compiler
 from course.grading import Grader
 
 g = Grader(79)
@@ -162,18 +162,27 @@ LAZY_SIZES = (Config(2, 8, 2, 64, 8, 70, "float16"), Config(2, 4, 4, 128, 4, 45,
 
 
 @pytest.mark.parametrize("cfg", LAZY_SIZES, ids=[f"{c.cache_dtype}-{c.head_dim}" for c in LAZY_SIZES])
-def test_lazy_rescale_is_bit_identical(cfg, monkeypatch):
+def test_lazy_rescale_matches_eager(cfg, monkeypatch):
     """Skipping the rescale where no lane of the warp saw a new max skips a multiplication by
-    exp2(0) = 1, exactly: the output must equal the eager kernel's bit for bit, not merely to RTOL."""
+    exp2(0) = 1. In the simulator (no fused multiply-add) the output equals the eager kernel's bit for
+    bit. On a GPU the compiler contracts the eager `acc * correction` into the next `acc += p * v` as
+    fma(acc, 1, round(p * v)), while the lazy path's fma(p, v, acc) rounds p * v only once: outputs may
+    differ in their last bits, and by nothing like RTOL. Tolerance: 16 float32 ulps of the largest output
+    (a rescale skipped where it was needed moves outputs by whole percents)."""
     require_written()
     xs = sol.make_inputs(cfg, seed=5)
     eager = checking.to_host(g.target.optimized(*xs))
     monkeypatch.setitem(g.target.launch_attention.__globals__, "LAZY_RESCALE", True)
     lazy = checking.to_host(g.target.optimized(*xs))
     assert np.isfinite(eager).all() and np.abs(eager).max() > 0
-    differ = int(np.count_nonzero(eager != lazy))
-    assert differ == 0, f"LAZY_RESCALE changed {differ} of {eager.size} outputs (max |diff| " \
-                        f"{float(np.abs(eager - lazy).max()):.3g}): a skipped rescale was not a multiply by 1"
+    diff = np.abs(eager.astype(np.float64) - lazy.astype(np.float64))
+    differ = int(np.count_nonzero(diff))
+    if not ON_GPU:
+        assert differ == 0, f"LAZY_RESCALE changed {differ} of {eager.size} outputs (max |diff| " \
+                            f"{float(diff.max()):.3g}): a skipped rescale was not a multiply by 1"
+    ulps = 16 * float(np.spacing(np.float32(np.abs(eager).max())))
+    assert diff.max() <= ulps, f"LAZY_RESCALE changed {differ} of {eager.size} outputs by up to " \
+                               f"{float(diff.max()):.3g} (> 16 ulps, {ulps:.3g}): a rescale was skipped where it was needed"
 
 
 LAZY_KERNELS = """from solutions.paged_attention_common import SIG_PAGED, attention_kernel
