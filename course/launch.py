@@ -97,8 +97,11 @@ def on_host(*arrays) -> bool:
 
 
 def result(out, *inputs):
-    """``out`` as the caller expects it: a NumPy copy when the inputs were NumPy arrays."""
-    return out.copy_to_host() if on_host(*inputs) else out
+    """``out`` (a Numba or CuPy device array) as the caller expects it: a NumPy copy when the inputs
+    were NumPy arrays."""
+    if not on_host(*inputs):
+        return out
+    return out.copy_to_host() if hasattr(out, "copy_to_host") else out.get()
 
 
 def poison_value(dtype):
@@ -131,6 +134,24 @@ def empty(shape, dtype):
     out = cuda.device_array(shape, dtype=np.dtype(dtype))
     if _poison and out.size:
         poison(out)
+    return out
+
+
+def pooled_empty(shape, dtype):
+    """An output array for a host function whose own Python is timed with its kernels (it reads a count
+    back, so `make bench` times it by the wall clock) and which launches through course.prepared: on a
+    GPU a CuPy array from the pool, where allocating and later slicing it cost ~2 us each against 15 and
+    28 us for a Numba device array (tools/launch_overhead.py); in the simulator :func:`empty`. Poisoned
+    unless :func:`no_poison` is in effect. The caller gets a CuPy array (or a slice of one) back: a
+    device array like any other (``__cuda_array_interface__``), and :func:`result` copies it to NumPy
+    for NumPy callers."""
+    if not ON_GPU:
+        return empty(shape, dtype)
+    import cupy
+
+    out = cupy.empty(shape, dtype=np.dtype(dtype))
+    if _poison and out.size:
+        out.fill(poison_value(dtype))
     return out
 
 

@@ -503,6 +503,12 @@ _DECODE = common.attention_launch(1, _SMALL.num_heads, _SMALL.head_dim, 1,
                                   heads=tuned.heads_per_block(_SMALL.num_heads, _SMALL.num_kv_heads, tuned.MAX_GROUP),
                                   num_warps=tuned.DEFAULT_WARPS)
 KERNELS["optimized.decode"] = (_DECODE.kernel, _DECODE.signature)
+# v1's contiguous cache is the same kernel over pages of max_len tokens: one page a sequence.
+_DECODE_V1 = common.attention_launch(1, _SMALL.num_heads, _SMALL.head_dim, 1,
+                                     np.empty((1, _SMALL.max_len, _SMALL.num_kv_heads, _SMALL.head_dim), np.float32),
+                                     heads=tuned.heads_per_block(_SMALL.num_heads, _SMALL.num_kv_heads, tuned.MAX_GROUP),
+                                     num_warps=tuned.DEFAULT_WARPS)
+KERNELS["naive.decode"] = (_DECODE_V1.kernel, _DECODE_V1.signature)
 KERNELS["optimized.prefill"] = (chunked.prefill_kernel(_SMALL.head_dim),
                                 chunked.SIG_TILED.replace("float16", "float32"))
 

@@ -114,6 +114,24 @@ class TestLaunch:
         else:
             assert (s.copy_to_host() == launch.poison_value(np.uint64)).all()
 
+    def test_pooled_outputs(self):
+        """launch.pooled_empty: a poisoned output (CuPy's pool on a GPU), unpoisoned under no_poison;
+        launch.result copies it, or a slice of it, to NumPy for a NumPy caller and hands it back as it
+        is to a device caller."""
+        from course import ON_GPU, checking
+
+        out = launch.pooled_empty((6,), np.float32)
+        assert out.shape == (6,) and out.dtype == np.float32
+        assert np.isnan(checking.to_host(out)).all()
+        ints = launch.pooled_empty((3,), np.int32)
+        assert (checking.to_host(ints) == launch.poison_value(np.int32)).all()
+        if ON_GPU:
+            assert hasattr(out, "data") and hasattr(out.data, "ptr"), type(out)
+        host = launch.result(out[:4], np.zeros(2, np.float32))
+        assert isinstance(host, np.ndarray) and host.shape == (4,) and np.isnan(host).all()
+        (dev,) = launch.to_device(np.zeros(2, np.float32))
+        assert launch.result(out, dev) is out
+
     def test_pinned_host_arrays(self):
         """launch.pinned_empty / pinned_copy: NumPy arrays (poisoned while poisoning is on), locked on a
         GPU; is_pinned tells them from pageable memory, and is False for everything in the simulator."""

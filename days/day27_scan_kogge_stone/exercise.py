@@ -124,6 +124,9 @@ KERNELS = {
     "optimized": (scan_block_kernel, _F32_SUMS),
     "optimized.int32": (scan_block_kernel, "void(int32[::1], int32[::1], int32[::1])"),
     "optimized.add_back": (add_block_sums_kernel, _F32),
+    # The benchmark scans int32 (exact sums: no float rounding in the comparison).
+    "naive.int32": (scan_naive_kernel, "void(int32[::1], int32[::1])"),
+    "optimized.add_back.int32": (add_block_sums_kernel, "void(int32[::1], int32[::1])"),
 }
 
 

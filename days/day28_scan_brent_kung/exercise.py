@@ -153,6 +153,9 @@ KERNELS = {
     "optimized": (brent_kung_kernel, _SIGS[np.dtype(np.float32)]),
     "optimized.int32": (brent_kung_kernel, _SIGS[np.dtype(np.int32)]),
     "optimized.add": (add_block_sums_kernel, _ADD_SIG),
+    # The benchmark scans int32.
+    "naive.int32": (kogge_stone_kernel, _SIGS[np.dtype(np.int32)]),
+    "add.int32": (add_block_sums_kernel, "void(int32[::1], int32[::1])"),
 }
 
 

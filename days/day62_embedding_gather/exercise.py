@@ -236,6 +236,7 @@ def make_gather_kernel(wide_access: bool):
 _SIG = "void(uint32[:, ::1], int32[::1], uint32[:, ::1], uint32)"
 KERNELS = {
     "naive": (gather_naive_kernel, _SIG),
+    "naive.fp16": (gather_naive_kernel, "void(uint16[:, ::1], int32[::1], uint16[:, ::1], uint32)"),  # an fp16 element
     "optimized": (make_gather_kernel(True), _SIG),
     "optimized.words": (make_gather_kernel(False), _SIG),
 }
