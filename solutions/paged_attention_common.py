@@ -23,8 +23,9 @@ words, online softmax in base 2, warps merged through shared memory) with three 
   lazy_rescale  rescale the running sums only on a trip where some lane of the warp saw a new max
              (a vote, then a warp-uniform branch); elsewhere the correction is exp2(0) = 1 exactly, so
              the output is the same (to the last bit in the simulator; on a GPU an ulp or so apart,
-             where the eager multiply by 1 was fused into the next add) with fewer instructions a trip. The launch reads this
-             module's LAZY_RESCALE (off until measured: tools/paged_bound.py's row g).
+             where the eager multiply by 1 was fused into the next add) with fewer instructions a
+             trip. The launch reads this module's LAZY_RESCALE (off until measured: tools/paged_bound.py's
+             row g).
 
 At heads = 1 with one range it computes what day 78's kernel computes, on the same schedule.
 """

@@ -181,8 +181,9 @@ def test_lazy_rescale_matches_eager(cfg, monkeypatch):
         assert differ == 0, f"LAZY_RESCALE changed {differ} of {eager.size} outputs (max |diff| " \
                             f"{float(diff.max()):.3g}): a skipped rescale was not a multiply by 1"
     ulps = 16 * float(np.spacing(np.float32(np.abs(eager).max())))
-    assert diff.max() <= ulps, f"LAZY_RESCALE changed {differ} of {eager.size} outputs by up to " \
-                               f"{float(diff.max()):.3g} (> 16 ulps, {ulps:.3g}): a rescale was skipped where it was needed"
+    assert diff.max() <= ulps, (f"LAZY_RESCALE changed {differ} of {eager.size} outputs by up to "
+                                f"{float(diff.max()):.3g} (> 16 ulps, {ulps:.3g}): a rescale was skipped where "
+                                "it was needed")
 
 
 LAZY_KERNELS = """from solutions.paged_attention_common import SIG_PAGED, attention_kernel

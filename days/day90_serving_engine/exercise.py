@@ -477,19 +477,23 @@ KERNELS["optimized.swiglu.fp16"] = (swiglu_kernel, _SWIGLU_SIG.format(t="float16
 # shape, built as DecodePlan and attention_mixed build them at the first step, so that make inspect shows
 # the kernels the engine runs and bench_all's workers compile them ahead.
 _SMALL = MODELS["small"]
-_DECODE = common.attention_launch(1, _SMALL.num_heads, _SMALL.head_dim, 1,
-                                  np.empty((1, 16, _SMALL.num_kv_heads, _SMALL.head_dim), np.float32),
-                                  heads=tuned.heads_per_block(_SMALL.num_heads, _SMALL.num_kv_heads, tuned.MAX_GROUP),
-                                  num_warps=tuned.DEFAULT_WARPS)
+_SMALL_HEADS = tuned.heads_per_block(_SMALL.num_heads, _SMALL.num_kv_heads, tuned.MAX_GROUP)
+
+
+def _small_decode(block_size: int):
+    """The decode launch DecodePlan builds for the small model over float32 pages of block_size tokens."""
+    cache = np.empty((1, block_size, _SMALL.num_kv_heads, _SMALL.head_dim), np.float32)
+    return common.attention_launch(1, _SMALL.num_heads, _SMALL.head_dim, 1, cache, heads=_SMALL_HEADS,
+                                   num_warps=tuned.DEFAULT_WARPS)
+
+
+_DECODE = _small_decode(16)
 KERNELS["optimized.decode"] = (_DECODE.kernel, _DECODE.signature)
-# v1's contiguous cache is the same kernel over pages of max_len tokens: one page a sequence.
-_DECODE_V1 = common.attention_launch(1, _SMALL.num_heads, _SMALL.head_dim, 1,
-                                     np.empty((1, _SMALL.max_len, _SMALL.num_kv_heads, _SMALL.head_dim), np.float32),
-                                     heads=tuned.heads_per_block(_SMALL.num_heads, _SMALL.num_kv_heads, tuned.MAX_GROUP),
-                                     num_warps=tuned.DEFAULT_WARPS)
-KERNELS["naive.decode"] = (_DECODE_V1.kernel, _DECODE_V1.signature)
 KERNELS["optimized.prefill"] = (chunked.prefill_kernel(_SMALL.head_dim),
                                 chunked.SIG_TILED.replace("float16", "float32"))
+# v1's contiguous cache is the same kernel over pages of max_len tokens: one page a sequence.
+_DECODE_V1 = _small_decode(_SMALL.max_len)
+KERNELS["naive.decode"] = (_DECODE_V1.kernel, _DECODE_V1.signature)
 
 
 # --- the engine -----------------------------------------------------------------------------------
