@@ -145,13 +145,9 @@ def pooled_empty(shape, dtype):
     unless :func:`no_poison` is in effect. The caller gets a CuPy array (or a slice of one) back: a
     device array like any other (``__cuda_array_interface__``), and :func:`result` copies it to NumPy
     for NumPy callers."""
-    if not ON_GPU:
-        return empty(shape, dtype)
-    import cupy
-
-    out = cupy.empty(shape, dtype=np.dtype(dtype))
-    if _poison and out.size:
-        out.fill(poison_value(dtype))
+    out = scratch(shape, dtype)  # in the simulator empty(): poisoned already
+    if ON_GPU and _poison and out.size:
+        poison(out)
     return out
 
 
