@@ -394,6 +394,7 @@ def _kernel_array(item: FakeCUDAArray, name: str) -> _KernelArray:
 # and swaps them back after, so a kernel run with no recorder pays nothing.
 
 LOAD, STORE, ATOMIC = 0, 1, 2  # an atomic counts as a load and a store request
+WARP_STEP = "warp step"  # logged as (thread id, WARP_STEP) when a lane passes a barrier or a full-warp collective
 _recorder = None  # the active course.traffic recorder, or None
 
 
@@ -878,6 +879,8 @@ class _Worker(threading.Thread):
     # the stock GridGroup.sync() calls this
     def syncthreads(self):
         f = sys._getframe(2)
+        if _recorder is not None:
+            _recorder.log.append((threading.current_thread().tid, WARP_STEP))  # as at a full-warp collective
         return self.block.barrier(self, (f.f_code, f.f_lineno), "syncthreads", None)
 
 
@@ -1340,7 +1343,13 @@ def _mask(mask, op: str) -> int:
 def _collective(op: str, mask, payload):
     t = threading.current_thread()
     f = sys._getframe(2)
-    return t.block.warp_op(t, op, _mask(mask, op), payload, (f.f_code, f.f_lineno))
+    m = _mask(mask, op)
+    if _recorder is not None and m == FULL_MASK:
+        # Every lane of the warp passes this point together: course.traffic counts a lane's executions
+        # of an instruction from here on, so a store some lanes skip in one loop iteration (a kept
+        # element's) still joins the other lanes' store of the same iteration into one request.
+        _recorder.log.append((t.tid, WARP_STEP))
+    return t.block.warp_op(t, op, m, payload, (f.f_code, f.f_lineno))
 
 
 def _shfl(op: str, value, b):

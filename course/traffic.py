@@ -13,8 +13,10 @@ profiler would show for the same kernel:
 
 - a *request* is one memory instruction executed by the active lanes of one warp (32 consecutive
   thread ids of the block, x fastest). The simulator runs lanes one after another, so a lane's
-  accesses are grouped by (instruction, array, how many times that lane has executed it): the k-th
-  execution of an instruction by each lane of a warp is one request; lanes that skip it are absent;
+  accesses are grouped by (instruction, array, how many times that lane has executed it since it
+  last passed a barrier or a full-warp collective): the k-th such execution by each lane of a warp is
+  one request; lanes that skip it are absent. Counting from the last ballot or barrier keeps a
+  store that some lanes skip (a compaction's, in a loop with a ballot each iteration) in step;
 - the *sectors* of a global request are the distinct 32-byte segments its lanes' bytes fall in,
   addresses taken from the start of the array's allocation (as if 256-byte aligned; a view such as
   ``x[r]`` keeps its offset into its base array);
@@ -134,7 +136,8 @@ class Recording:
 
         shared_cls = simulator._SharedArray
         names: list[str] = []
-        executions: dict = {}  # (launch, block, tid, line, allocation, kind) -> executions so far
+        executions: dict = {}  # (launch, block, tid, line, allocation, kind, step) -> executions so far
+        steps: dict = {}  # tid -> barriers and full-warp collectives the lane has passed in its block
         requests: dict = {}  # (launch, block, warp, line, allocation, kind, k) -> set of sectors or words
         shared_requests: set = set()
         origins: dict = {}  # id(array wrapper) -> (allocation id, offset, strides, itemsize, ndim, shared)
@@ -143,10 +146,15 @@ class Recording:
         for entry in self.log:
             if entry.__class__ is str:  # a launch
                 launch += 1
+                steps = {}
                 names.append(entry)
                 continue
-            if len(entry) == 2:  # (None, the block's index): a block starts
-                block = entry[1]
+            if len(entry) == 2:
+                if entry[0] is None:  # (None, the block's index): a block starts
+                    block = entry[1]
+                    steps = {}
+                else:  # (thread id, WARP_STEP): the lane passed a barrier or a full-warp collective
+                    steps[entry[0]] = steps.get(entry[0], 0) + 1
                 continue
             if len(entry) == 7:  # a wide access (course.wide): one access of that many bytes
                 tid, code, line, arr, idx, what, width = entry
@@ -167,10 +175,11 @@ class Recording:
             unit = 4 if shared else SECTOR
             units = range(start // unit, (start + (width or size) - 1) // unit + 1)
             for kind in ((LOAD, STORE) if what == ATOMIC else (what,)):
-                key = (launch, block, tid, code, line, alloc, kind)
+                step = steps.get(tid, 0)
+                key = (launch, block, tid, code, line, alloc, kind, step)
                 k = executions.get(key, 0)
                 executions[key] = k + 1
-                req = (launch, block, tid >> 5, code, line, alloc, kind, k)
+                req = (launch, block, tid >> 5, code, line, alloc, kind, step, k)
                 got = requests.get(req)
                 if got is None:
                     # a shared atomic keeps every lane's words: lanes on one address are served one

@@ -114,6 +114,20 @@ class TestLaunch:
         else:
             assert (s.copy_to_host() == launch.poison_value(np.uint64)).all()
 
+    def test_zero_clears_in_place(self):
+        """launch.zero: poisoned scratch (CuPy's on a GPU) and a Numba device array come back all zero,
+        the same objects; an empty array is left alone; a non-contiguous view is refused."""
+        from course import checking
+
+        s = launch.scratch((5,), np.uint64)
+        c = launch.empty((2,), np.int32)
+        e = launch.scratch((0,), np.float32)
+        launch.zero(s, c, e)
+        assert (checking.to_host(s) == 0).all() and (checking.to_host(c) == 0).all()
+        (strided,) = launch.to_device(np.ones((4, 4), np.float32))
+        with pytest.raises(ValueError, match="contiguous"):
+            launch.zero(strided[:, 1])
+
     def test_pooled_outputs(self):
         """launch.pooled_empty: a poisoned output (CuPy's pool on a GPU), unpoisoned under no_poison;
         launch.result copies it, or a slice of it, to NumPy for a NumPy caller and hands it back as it
