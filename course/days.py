@@ -306,24 +306,34 @@ def sim_versions(module: ModuleType) -> tuple[str, ...]:
 
 # ---- stubs: what the learner has not written yet ------------------------------------------------------
 
-def stub_hint(func) -> str | None:
-    """The NotImplementedError hint if ``func`` (a kernel or host function) is still a stub, or is
-    built by a factory around one: a device function in its closure (day 07 hands a stub tap reader
-    to day 06's window_kernel) is checked the same way."""
+def stub_hint(func, _seen=None) -> str | None:
+    """The NotImplementedError hint if ``func`` (a kernel or host function) is still a stub, or calls
+    one: a device function in its closure (day 07 hands a stub tap reader to day 06's window_kernel)
+    or one of its own module's device functions that it names (day 31's pipelined kernel leaves its
+    loop given and the step it calls to the learner) is checked the same way."""
     py_func = getattr(func, "py_func", func)
+    seen = _seen if _seen is not None else set()
+    if id(py_func) in seen:
+        return None
+    seen.add(id(py_func))
     try:
         source = inspect.getsource(py_func)
     except (OSError, TypeError):
         return None
-    if "raise NotImplementedError" not in source:
-        for cell in getattr(py_func, "__closure__", None) or ():
-            inner = cell.cell_contents
-            if inner is not func and hasattr(inner, "py_func"):
-                hint = stub_hint(inner)
-                if hint:
-                    return hint
-        return None
-    return _raised_hint(source)
+    if "raise NotImplementedError" in source:
+        return _raised_hint(source)
+    inner = [cell.cell_contents for cell in getattr(py_func, "__closure__", None) or ()]
+    module = getattr(py_func, "__module__", None)
+    names = getattr(getattr(py_func, "__code__", None), "co_names", ())
+    glob = getattr(py_func, "__globals__", {})
+    inner += [glob[n] for n in names if n in glob and hasattr(glob[n], "py_func")
+              and getattr(glob[n].py_func, "__module__", None) == module]
+    for f in inner:
+        if f is not func and hasattr(f, "py_func"):
+            hint = stub_hint(f, seen)
+            if hint:
+                return hint
+    return None
 
 
 def _raised_hint(source: str) -> str | None:

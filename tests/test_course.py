@@ -1,5 +1,6 @@
 """The lab bench itself: device choice, checking, input validation, day loading, the CLI's errors."""
 
+import inspect
 import os
 import subprocess
 import sys
@@ -267,6 +268,19 @@ def test_a_stub_hint_is_read_whole():
 
     hint = stub_hint(days.load_exercise(1).add_naive_kernel)
     assert hint.startswith("Day 01: find this thread's index with cuda.grid(1)") and hint.endswith("(3 lines)")
+
+
+def test_a_stub_in_a_device_function_the_kernel_calls_is_found():
+    """Day 31's pipelined kernel is given; the step it calls (a device function of the same module) is
+    the exercise: the kernel counts as unwritten until the step is written, and the solution's as
+    written. A device function imported from another day's solution is not the learner's to write."""
+    from course.grading import stub_hint
+
+    exercise = days.load_exercise(31)
+    assert "raise NotImplementedError" not in inspect.getsource(exercise.compact_pipelined_kernel.py_func)
+    assert stub_hint(exercise.compact_pipelined_kernel).startswith("Day 31: load the next tile")
+    assert days.unwritten(exercise, "pipelined").startswith("pipelined is not written yet")
+    assert stub_hint(days.load_solution(31).compact_pipelined_kernel) is None
 
 
 def test_a_wrong_kernel_spec_materialises_as_the_solution_with_its_edits():

@@ -2,7 +2,8 @@
 right, the order is not: compared sorted), flags + block scan + scatter (stable, two passes), one pass
 with warp ballots and a decoupled look-back between 4096-element tiles (stable), and the same one pass
 on float4 loads, 16384-element tiles, per-warp staging and day 29's look-back (stable), and that pass
-in day 29's tile shape, the kept elements stored straight from registers (stable)."""
+in day 29's tile shape, the kept elements stored straight from registers (stable), and that pass on a
+persistent grid whose blocks load their next tile while they look back (stable)."""
 
 import numpy as np
 import pytest
@@ -13,12 +14,13 @@ from course.grading import Grader
 g = Grader(31)
 sol = g.solution
 ORDERED = [v for v in sol.VERSIONS if v not in sol.UNORDERED]
-ONE_PASS = ["warp_aggregated", "optimized", "direct"]
+ONE_PASS = ["warp_aggregated", "optimized", "direct", "pipelined"]
 
 # Compaction moves values, it computes none: every kept element must come out bit for bit.
 test_matches_reference = g.matches_reference(versions=ONE_PASS, rtol=0.0)
 test_optimized_over_many_tiles = g.matches_reference(sol.OPT_SIZES, versions=["optimized"], rtol=0.0)
 test_direct_over_many_tiles = g.matches_reference(sol.DIRECT_SIZES, versions=["direct"], rtol=0.0)
+test_pipelined_over_many_tiles = g.matches_reference(sol.PIPE_SIZES, versions=["pipelined"], rtol=0.0)
 test_scan_matches_reference = g.matches_reference(sol.SCAN_SIZES, versions=["scan"], rtol=0.0)
 test_hard_inputs = g.matches_reference(sol.HARD_CASES, versions=ORDERED, rtol=0.0)
 test_hard_inputs_over_tiles = g.matches_reference(sol.TILE_CASES, versions=ONE_PASS, rtol=0.0)
@@ -133,12 +135,14 @@ def _launch_after_presets(version, d_x, threshold, d_status, d_counter, out):
     """Three blocks of the version's kernel over status words preset by hand."""
     if version == "optimized":
         g.target.compact_kernel[3, sol.OPT_THREADS](d_x, np.int32(0), np.float32(threshold), d_status, d_counter, out)
+    elif version == "pipelined":  # the first block to run takes all three tiles, one after another
+        g.target.compact_pipelined_kernel[3, sol.PIPE_THREADS](d_x, np.float32(threshold), d_status, d_counter, out)
     else:
         g.target.compact_direct_kernel[3, sol.DIRECT_THREADS](d_x, np.float32(threshold), d_status, d_counter, out)
 
 
 @pytest.mark.parametrize("case", list(LOOK_BACK_CASES))
-@pytest.mark.parametrize("version", ["optimized", "direct"])
+@pytest.mark.parametrize("version", ["optimized", "direct", "pipelined"])
 def test_optimized_look_back_adds_aggregates_until_a_prefix(version, case):
     """The simulator runs blocks one after another, so a look-back there always finds its predecessor
     done. Here the status words of 40 earlier tiles are set by hand (aggregates after the nearest P,
@@ -147,7 +151,7 @@ def test_optimized_look_back_adds_aggregates_until_a_prefix(version, case):
     tile must end with FLAG_P and its inclusive count, and the last one must write the total to
     counter[1]."""
     g.require_implemented(version)
-    tile, before = (sol.OPT_TILE if version == "optimized" else sol.DIRECT_TILE), 40
+    tile, before = {"optimized": sol.OPT_TILE, "direct": sol.DIRECT_TILE, "pipelined": sol.PIPE_TILE}[version], 40
     n = (before + 3) * tile - 7
     (x, threshold), seed = g.inputs(n, "look-back", case)
     kept = x > np.float32(threshold)
@@ -227,6 +231,23 @@ def test_direct_votes_and_stores_from_registers():
     assert rep.count("atom") >= 3, "direct: atomics for the ticket and the publishes"
     assert rep.stack_bytes == 0, (
         f"direct: {rep.stack_bytes} bytes of stack: index the per-thread arrays with loop constants only")
+
+
+def test_pipelined_holds_two_tiles_in_registers():
+    """v6 in the PTX: v5's ballots and stores from registers, the two tiles' values in registers (no
+    stack: a and b indexed by loop constants only, pipe_step inlined), two barriers a step, and its
+    global loads issued for the next tile (twice v5's load instructions: the first tile's and each
+    step's)."""
+    rep, direct = g.report("pipelined"), g.report("direct")
+    assert "vote.sync.ballot" in rep.ptx and "popc" in rep.ptx, (
+        "pipelined: rank the lanes' kept elements with cuda.ballot_sync and cuda.popc")
+    assert rep.shared_bytes <= 2048, f"pipelined: {rep.shared_bytes} bytes of shared memory: nothing staged"
+    assert rep.count("bar.sync") >= 4, "pipelined: two barriers in each of the two steps of the loop"
+    assert rep.stack_bytes == 0, (
+        f"pipelined: {rep.stack_bytes} bytes of stack: index a and b with loop constants only")
+    assert rep.count("ld.global") >= 2 * direct.count("ld.global") - 4, (
+        f"pipelined: {rep.count('ld.global')} global loads against direct's {direct.count('ld.global')}: "
+        "each step loads the next tile")
 
 
 def test_scan_version_scans_in_shared_memory_without_atomics():

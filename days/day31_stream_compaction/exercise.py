@@ -38,6 +38,12 @@ v5 direct     day 29's tile shape on the same one pass: 256 threads, 16 elements
               ballot gives each kept lane its slot (popc below it), and the lane stores its value
               straight from its register; a warp's stores of a row land side by side. Only the 8 warp
               totals cross the block (one barrier before the look-back, one after it).
+v6 pipelined  v5's tile and stores on a persistent grid: as many blocks as the GPU holds at once, each
+              taking tiles by ticket until none is left and holding two of them. While warp 0 looks back
+              over the tile the block compacts, the next tile's loads are in flight into a second
+              register array (a and b take turns); the next tile is counted and its aggregate published
+              as soon as the look-back is done, before this tile's stores, so its successors never wait
+              a step for it. A block waiting on its look-back thus still has a tile's loads in flight.
 
 Napkin math at 2^27 float32, half kept: the minimum is 4n bytes read and 4 bytes a kept element
 written, 537 MB + 268 MB = 805 MB, ~0.19 ms at the H200's ~4.2 TB/s copy rate; n compares. v2 reads x
@@ -84,6 +90,8 @@ What you write (each raises NotImplementedError with its hint until you do):
                           barrier; copy out (66 lines)
   compact_direct_kernel   ballots count the warp's kept; barrier; sums; publish, warp 0 looks back; barrier; store
                           by rank (38 lines)
+  pipe_step               load the next tile; warp 0 looks back; barrier; count the next tile, publish it; store
+                          this one (27 lines)
 Everything else in this file is given. Grade with:  make check DAY=31
 """
 
@@ -100,7 +108,6 @@ from solutions.day27_scan_kogge_stone import scan_blocks  # day 27's scan of any
 from solutions.day29_scan_decoupled_lookback import (  # day 29's single pass: its status words and look-back
     FLAG_A,
     FLAG_P,
-    clear_status_kernel,
     look_back,
     pack,
     read_status,
@@ -108,7 +115,7 @@ from solutions.day29_scan_decoupled_lookback import (  # day 29's single pass: i
 
 TITLE = "Stream compaction: flags, scan, scatter"
 MEMORY_SPACE = "shared + register"
-VERSIONS = ("naive", "scan", "warp_aggregated", "optimized", "direct")
+VERSIONS = ("naive", "scan", "warp_aggregated", "optimized", "direct", "pipelined")
 UNORDERED = ("naive",)  # versions whose output is the right set in any order (compared sorted)
 
 THREADS = 256  # naive and warp_aggregated: 8 warps a block
@@ -151,12 +158,20 @@ DIRECT_ITEMS = 4 if DEVICE.kind == "sim" else 16
 DIRECT_CHUNK = WARP * DIRECT_ITEMS  # elements a warp owns, contiguous
 DIRECT_TILE = DIRECT_THREADS * DIRECT_ITEMS  # 4096 elements (16 KB) a block on a GPU
 
+# v6: v5's tile and stores, a persistent grid, each block holding two tiles' registers.
+PIPE_THREADS = 256
+PIPE_WARPS = PIPE_THREADS // WARP
+PIPE_ITEMS = 4 if DEVICE.kind == "sim" else 16
+PIPE_CHUNK = WARP * PIPE_ITEMS
+PIPE_TILE = PIPE_THREADS * PIPE_ITEMS
+
 # One element; a warp and a block -1 and +1; a tile + 1 (a look-back over one predecessor); three tiles
 # of warp_aggregated and 18 blocks of v2 (a scan of the block counts over two of day 27's blocks).
 TEST_SIZES = (1, 31, 255, 257, 4097, 9001)
 # optimized: a tile -1 and +1, and 33 tiles and a ragged 34th (in the simulator: 512-element tiles).
 OPT_SIZES = (OPT_TILE - 1, OPT_TILE + 1, 33 * OPT_TILE + 7)
 DIRECT_SIZES = (DIRECT_TILE - 1, DIRECT_TILE + 1, 33 * DIRECT_TILE + 7)  # the same, in v5's tiles
+PIPE_SIZES = (PIPE_TILE - 1, PIPE_TILE + 1, 33 * PIPE_TILE + 7)  # and v6's
 # v2 has ten barriers a block: the simulator pays for each, so its sizes stop at five blocks (the
 # carry between blocks and day 27's scan of their counts are there from the second block on).
 SCAN_SIZES = (1, 31, 511, 513, 2053)
@@ -443,16 +458,125 @@ def compact_direct_kernel(x, threshold, status, counter, out):
                               "barrier; store by rank (38 lines)")
 
 
+@cuda.jit(device=True)
+def pipe_load(x, tile, first, vals):
+    """The PIPE_ITEMS elements of `tile` a lane holds (its warp's contiguous chunk, lane l taking
+    first + 32 j, first = w * PIPE_CHUNK + l) into vals, NaN past the end of x (never kept). A tile past
+    the last (the block's final ticket) loads nothing. Returns at once: the loads are in flight, and the
+    first use of vals waits for them."""
+    n = x.size
+    start = tile * PIPE_TILE + first
+    if (tile + 1) * PIPE_TILE <= n:  # every tile but a ragged last one: all loads issued back to back
+        for j in range(PIPE_ITEMS):
+            vals[j] = x[start + j * WARP]
+    else:
+        for j in range(PIPE_ITEMS):
+            i = start + j * WARP
+            vals[j] = x[i] if i < n else float32(np.nan)
+
+
+@cuda.jit(device=True)
+def pipe_count(vals, threshold, warp_kept, tile_sm, counter):
+    """The kept elements of the tile in vals, counted by the block: each warp's (popc of each row's
+    ballot) to warp_kept[w], and thread 0 takes the block's next ticket into tile_sm[0]. Barrier.
+    Returns (before, aggregate, ticket): the kept elements of the warps before this one, the tile's,
+    and the ticket."""
+    w = cuda.threadIdx.x // WARP
+    kept = int32(0)
+    for j in range(PIPE_ITEMS):
+        kept += cuda.popc(cuda.ballot_sync(FULL_MASK, vals[j] > threshold))
+    if cuda.threadIdx.x % WARP == 0:
+        warp_kept[w] = kept
+    if cuda.threadIdx.x == 0:
+        tile_sm[0] = cuda.atomic.add(counter, 0, 1)
+    cuda.syncthreads()
+    before = int32(0)
+    aggregate = int32(0)
+    for k in range(PIPE_WARPS):  # broadcast reads: the warp's lanes read one word
+        c = warp_kept[k]
+        if k < w:
+            before += c
+        aggregate += c
+    return before, aggregate, tile_sm[0]
+
+
+@cuda.jit(device=True)
+def pipe_step(x, threshold, status, counter, out, cur, nxt, tile, before, aggregate, following, tile_sm,
+              warp_kept, cell):
+    """One tile of the pipelined pass. On entry cur holds tile `tile`, counted (before, aggregate) and
+    published (FLAG_A; FLAG_P for tile 0), and the block has taken the ticket `following`. Returns
+    `following`'s (before, aggregate, next ticket) for the step after.
+
+    1. The loads of `following` go out into nxt (pipe_load): they travel while warp 0 looks back over
+       `tile` (day 29's look_back; lane 0 publishes FLAG_P with the inclusive prefix, writes the
+       exclusive one to tile_sm[1] and, for the last tile, the total to counter[1]; for tile 0 thread
+       0 writes tile_sm[1] = 0). Barrier.
+    2. pipe_count(nxt, ...): `following`'s counts, and the ticket after it. Thread 0 publishes
+       `following`'s aggregate (FLAG_A) at once: its successors' look-backs read it, and in the step
+       after this one it is the block's own look-back that waits on them.
+    3. Row by row over cur: ballot, a kept lane stores its value at out[dst + popc(ballot &
+       lanemask_lt)], dst (first tile_sm[1] + before) moving on by popc(ballot).
+    Each shared slot is written again only after a barrier that follows its last read."""
+    raise NotImplementedError("Day 31: load the next tile; warp 0 looks back; barrier; count the next tile, publish "
+                              "it; store this one (27 lines)")
+
+
+@cuda.jit
+def compact_pipelined_kernel(x, threshold, status, counter, out):
+    """x (n,) float32; status (tiles,) uint64 and counter (2,) int32 zeroed; out (n,). A grid of as many
+    blocks as the GPU holds at once, each taking tiles by ticket (counter[0]) until they run out. A
+    block holds two tiles: the one it compacts (its look-back, then its stores) and the next one,
+    whose loads are in flight meanwhile and whose aggregate it publishes as soon as they land. The
+    register arrays a and b take turns: pipe_step(a -> b), then pipe_step(b -> a).
+
+    Before the loop the block takes its first ticket (tile_sm[2]: tile_sm[0] is pipe_count's), loads
+    and counts that tile and publishes it: FLAG_P for tile 0 (and counter[1] when it is the only
+    tile), FLAG_A for any other."""
+    warp_kept = cuda.shared.array(PIPE_WARPS, int32)
+    tile_sm = cuda.shared.array(3, int32)  # [0]: the next ticket; [1]: the tile's first slot; [2]: the first ticket
+    a = cuda.local.array(PIPE_ITEMS, float32)  # constant indexes only (loops unrolled): registers
+    b = cuda.local.array(PIPE_ITEMS, float32)
+    cell = cuda.local.array(2, int32)
+    t = cuda.threadIdx.x
+    if t == 0:
+        tile_sm[2] = cuda.atomic.add(counter, 0, 1)
+    cuda.syncthreads()
+    tile = tile_sm[2]
+    last = status.size - 1
+    if tile > last:
+        return  # every tile taken already (the whole block leaves together)
+    pipe_load(x, tile, (t // WARP) * PIPE_CHUNK + t % WARP, a)
+    before, aggregate, following = pipe_count(a, threshold, warp_kept, tile_sm, counter)
+    if t == 0:
+        if tile == 0:
+            cuda.atomic.exch(status, 0, pack(cell, FLAG_P, aggregate))
+            if last == 0:
+                counter[1] = aggregate
+        else:
+            cuda.atomic.exch(status, tile, pack(cell, FLAG_A, aggregate))
+    while True:
+        nb, na, nt = pipe_step(x, threshold, status, counter, out, a, b, tile, before, aggregate, following,
+                               tile_sm, warp_kept, cell)
+        if following > last:
+            break
+        tile, before, aggregate, following = following, nb, na, nt
+        nb, na, nt = pipe_step(x, threshold, status, counter, out, b, a, tile, before, aggregate, following,
+                               tile_sm, warp_kept, cell)
+        if following > last:
+            break
+        tile, before, aggregate, following = following, nb, na, nt
+
+
 _X_T = "float32[::1], float32"
 KERNELS = {
     "naive": (compact_atomic_kernel, f"void({_X_T}, int32[::1], float32[::1])"),
     "naive.zero": (zero_kernel, "void(int32[::1])"),
-    "warp_aggregated.zero": (zero_kernel, "void(uint64[::1])"),
     "scan.count": (count_kernel, f"void({_X_T}, int32[::1])"),
     "scan": (scatter_kernel, f"void({_X_T}, int32[::1], float32[::1])"),
     "warp_aggregated": (warp_aggregated_kernel, f"void({_X_T}, uint64[::1], float32[::1])"),
     "optimized": (compact_kernel, "void(float32[::1], int32, float32, uint64[::1], int32[::1], float32[::1])"),
     "direct": (compact_direct_kernel, f"void({_X_T}, uint64[::1], int32[::1], float32[::1])"),
+    "pipelined": (compact_pipelined_kernel, f"void({_X_T}, uint64[::1], int32[::1], float32[::1])"),
 }
 
 
@@ -477,17 +601,13 @@ def _kept(words, shift=0, index=0):
     return int(words[index]) >> shift
 
 
-_CLEAR = "void(uint64[::1], int32[::1])"  # day 29's clear kernel (its KERNELS["optimized.clear"])
-_ZERO64 = "void(uint64[::1])"
-
-
 def _status_words(tiles):
     """Day 29's status words, (tiles,) uint64, and a (2,) int32 counter ([0]: the ticket; [1]: the kept
-    count the last tile writes), and the launch of day 29's clear kernel that zeroes them (to run first)."""
+    count the last tile writes), and the step that zeroes both (to run first): a memset each
+    (launch.zero), no kernel."""
     status = launch.scratch((tiles,), np.uint64)
     counter = launch.scratch((2,), np.int32)
-    clear = prepare(clear_status_kernel, _CLEAR)[launch.grid_stride_blocks(tiles, 256), 256]
-    return status, counter, (clear, (status, counter))
+    return status, counter, (launch.zero, (status, counter))
 
 
 def _shift(d):
@@ -532,7 +652,7 @@ def _one_pass(version, d_x, t, out):
     if version == "warp_aggregated":
         tiles = math.ceil(n / TILE)
         status = launch.scratch((tiles + 1,), np.uint64)  # a word a tile, then the ticket counter
-        return ([(prepare(zero_kernel, _ZERO64)[launch.blocks(tiles + 1, 256), 256], (status,)),
+        return ([(launch.zero, (status,)),
                  (prepare(*KERNELS[version])[tiles, THREADS], (d_x, t, status, out))], (status, 2, tiles - 1))
     if version == "optimized":
         shift = _shift(d_x)
@@ -540,10 +660,32 @@ def _one_pass(version, d_x, t, out):
         status, counter, clear = _status_words(tiles)
         args = (d_x, np.int32(shift), t, status, counter, out)
         return [clear, (prepare(*KERNELS[version])[tiles, OPT_THREADS], args)], (counter, 0, 1)
+    if version == "pipelined":
+        tiles = launch.blocks(n, PIPE_TILE)
+        status, counter, clear = _status_words(tiles)
+        args = (d_x, t, status, counter, out)
+        grid = min(tiles, _pipe_blocks())
+        return [clear, (prepare(*KERNELS[version])[grid, PIPE_THREADS], args)], (counter, 0, 1)
     tiles = launch.blocks(n, DIRECT_TILE)
     status, counter, clear = _status_words(tiles)
     args = (d_x, t, status, counter, out)
     return [clear, (prepare(*KERNELS["direct"])[tiles, DIRECT_THREADS], args)], (counter, 0, 1)
+
+
+_PIPE_BLOCKS = []
+
+
+def _pipe_blocks():
+    """The pipelined grid: as many blocks as the GPU holds at once (the occupancy calculator's count an
+    SM, times the SMs), worked out at the first call. More would wait for a slot and gain nothing: a
+    running block takes tiles until none is left."""
+    if not _PIPE_BLOCKS:
+        kernel, signature = KERNELS["pipelined"]
+        prepare(kernel, signature)  # compiled for its signature before the occupancy is asked
+        args = (np.zeros(1, np.float32), np.float32(0), np.zeros(1, np.uint64), np.zeros(2, np.int32),
+                np.zeros(1, np.float32))
+        _PIPE_BLOCKS.append(launch.resident_blocks(kernel, PIPE_THREADS, *args) * launch.sm_count())
+    return _PIPE_BLOCKS[0]
 
 
 def _run_one_pass(version, x, threshold):
@@ -574,6 +716,10 @@ def direct(x, threshold):
     return _run_one_pass("direct", x, threshold)
 
 
+def pipelined(x, threshold):
+    return _run_one_pass("pipelined", x, threshold)
+
+
 def library(x, threshold):
     """CuPy's boolean-mask indexing (a scan and a scatter in CUB, a synchronisation for the count)."""
     import cupy
@@ -590,7 +736,7 @@ def kernel_us(x, threshold, version: str = "direct", repeats: int = 20) -> dict:
     function adds to its kernels (the lesson's split; tools/host_profile.py says where it goes)."""
     if not ON_GPU:
         raise RuntimeError("kernel_us times kernels with CUDA events: it needs a CUDA GPU")
-    if version not in ("warp_aggregated", "optimized", "direct"):
+    if version not in ("warp_aggregated", "optimized", "direct", "pipelined"):
         raise ValueError(f"kernel_us: version must be a one-pass version, got {version!r}")
     t = _check(x, threshold)
     (d_x,) = launch.to_device(x)
