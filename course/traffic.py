@@ -138,7 +138,7 @@ class Recording:
         names: list[str] = []
         executions: dict = {}  # (launch, block, tid, line, allocation, kind, step) -> executions so far
         steps: dict = {}  # tid -> barriers and full-warp collectives the lane has passed in its block
-        requests: dict = {}  # (launch, block, warp, line, allocation, kind, k) -> set of sectors or words
+        requests: dict = {}  # (launch, block, warp, line, allocation, kind, step, k) -> set of sectors or words
         shared_requests: set = set()
         origins: dict = {}  # id(array wrapper) -> (allocation id, offset, strides, itemsize, ndim, shared)
         keep = []  # the wrappers whose ids are keys above stay alive while counting

@@ -70,6 +70,7 @@ for direct, 81 % of the copy rate, and its whole call 639 us: half the wall cloc
 course.prepared on launch.scratch arrays.
 """
 
+import functools
 import math
 import time
 
@@ -885,20 +886,14 @@ def _one_pass(version, d_x, t, out):
     return [clear, (prepare(*KERNELS["direct"])[tiles, DIRECT_THREADS], args)], (counter, 0, 1)
 
 
-_PIPE_BLOCKS = []
-
-
+@functools.cache
 def _pipe_blocks():
     """The pipelined grid: as many blocks as the GPU holds at once (the occupancy calculator's count an
-    SM, times the SMs), worked out at the first call. More would wait for a slot and gain nothing: a
-    running block takes tiles until none is left."""
-    if not _PIPE_BLOCKS:
-        kernel, signature = KERNELS["pipelined"]
-        prepare(kernel, signature)  # compiled for its signature before the occupancy is asked
-        args = (np.zeros(1, np.float32), np.float32(0), np.zeros(1, np.uint64), np.zeros(2, np.int32),
-                np.zeros(1, np.float32))
-        _PIPE_BLOCKS.append(launch.resident_blocks(kernel, PIPE_THREADS, *args) * launch.sm_count())
-    return _PIPE_BLOCKS[0]
+    SM, times the SMs), worked out once: this host function is timed by the wall clock. More blocks
+    would wait for a slot and gain nothing: a running block takes tiles until none is left."""
+    args = (np.zeros(1, np.float32), np.float32(0), np.zeros(1, np.uint64), np.zeros(2, np.int32),
+            np.zeros(1, np.float32))  # the signature's types: the values do not matter
+    return launch.resident_blocks(KERNELS["pipelined"][0], PIPE_THREADS, *args) * launch.sm_count()
 
 
 def _run_one_pass(version, x, threshold):

@@ -273,7 +273,7 @@ def test_a_stub_hint_is_read_whole():
 def test_a_stub_in_a_device_function_the_kernel_calls_is_found():
     """Day 31's pipelined kernel is given; the step it calls (a device function of the same module) is
     the exercise: the kernel counts as unwritten until the step is written, and the solution's as
-    written. A device function imported from another day's solution is not the learner's to write."""
+    written."""
     from course.grading import stub_hint
 
     exercise = days.load_exercise(31)
