@@ -219,8 +219,8 @@ def test_optimized_loads_float4_votes_and_stages():
 
 def test_direct_votes_and_stores_from_registers():
     """v5's idea in the PTX: ballots and popc rank the kept lanes, nothing staged (the only shared memory
-    is the 8 warp totals and the tile's slot), two barriers, atomics for the ticket and the publishes,
-    and no local memory (16 floats a thread in registers)."""
+    is the warp totals and the tile's slot), two barriers, atomics for the ticket and the publishes,
+    and no local memory (32 floats a thread in registers)."""
     rep = g.report("direct")
     assert "vote.sync.ballot" in rep.ptx and "popc" in rep.ptx, (
         "direct: rank the lanes' kept elements with cuda.ballot_sync and cuda.popc")
@@ -236,18 +236,21 @@ def test_direct_votes_and_stores_from_registers():
 def test_pipelined_holds_two_tiles_in_registers():
     """v6 in the PTX: v5's ballots and stores from registers, the two tiles' values in registers (no
     stack: a and b indexed by loop constants only, pipe_step inlined), two barriers a step, and its
-    global loads issued for the next tile (twice v5's load instructions: the first tile's and each
-    step's)."""
-    rep, direct = g.report("pipelined"), g.report("direct")
+    global loads issued for the next tile. Unrolled, a tile's rows cost two load instructions each (the
+    full-tile and the ragged path) and a ballot each time they are counted or stored: three tiles loaded
+    (the first, then one a step) against three counts and two stores give more loads than ballots, where
+    a loop loading nothing after the first tile gives fewer than half as many."""
+    rep = g.report("pipelined")
     assert "vote.sync.ballot" in rep.ptx and "popc" in rep.ptx, (
         "pipelined: rank the lanes' kept elements with cuda.ballot_sync and cuda.popc")
     assert rep.shared_bytes <= 2048, f"pipelined: {rep.shared_bytes} bytes of shared memory: nothing staged"
     assert rep.count("bar.sync") >= 4, "pipelined: two barriers in each of the two steps of the loop"
     assert rep.stack_bytes == 0, (
         f"pipelined: {rep.stack_bytes} bytes of stack: index a and b with loop constants only")
-    assert rep.count("ld.global") >= 2 * direct.count("ld.global") - 4, (
-        f"pipelined: {rep.count('ld.global')} global loads against direct's {direct.count('ld.global')}: "
-        "each step loads the next tile")
+    ballots = rep.ptx.count("vote.sync.ballot")
+    assert rep.count("ld.global") >= ballots > 0, (
+        f"pipelined: {rep.count('ld.global')} global loads for {ballots} ballots: each step loads the next "
+        "tile (pipe_load) while the current one is looked back over and stored")
 
 
 def test_scan_version_scans_in_shared_memory_without_atomics():
