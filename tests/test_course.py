@@ -889,3 +889,34 @@ def test_workers_pause_around_wall_clock_timing(tmp_path):
     finally:
         sleeper.send_signal(signal.SIGKILL)
         sleeper.wait()
+
+
+def test_compaction_bound_oracle_words_are_what_the_kernel_publishes():
+    """tools/compaction_bound.py's oracle: status words prefilled with every tile's inclusive prefix are
+    the words day 31's direct kernel leaves behind when it runs from zeroed ones, and the kernel run over
+    the prefilled words keeps the same elements in the same order; block shapes are parsed and refused."""
+    import argparse
+
+    sys.path.insert(0, str(days.ROOT / "tools"))
+    try:
+        import compaction_bound
+    finally:
+        sys.path.pop(0)
+    assert compaction_bound.parse_shapes("128x32, 64x4") == [(128, 32), (64, 4)]
+    for bad in ("128", "100x4", "128x0", "2048x1", "axb"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            compaction_bound.parse_shapes(bad)
+    from course import cuda
+
+    sol = days.load_solution(31)
+    x, t = sol.make_inputs(3 * sol.DIRECT_TILE + 5, seed=3)
+    tiles = 4
+    words = compaction_bound.status_prefilled(sol, x, t, sol.DIRECT_TILE, tiles)
+    want = sol.reference(x, t)
+    for start in (np.zeros(tiles, np.uint64), words):
+        status, counter = cuda.to_device(start.copy()), cuda.to_device(np.zeros(2, np.int32))
+        out = cuda.to_device(np.full(x.shape[0], np.nan, np.float32))
+        sol.compact_direct_kernel[tiles, sol.DIRECT_THREADS](cuda.to_device(x), np.float32(t), status, counter, out)
+        kept = int(counter.copy_to_host()[1])
+        assert np.array_equal(out.copy_to_host()[:kept], want)
+        assert np.array_equal(status.copy_to_host(), words)

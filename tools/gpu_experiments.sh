@@ -13,8 +13,9 @@
 #                   a profile of a warm run, hf_fp32.prof) and fp16
 #     overhead      the host's microseconds a launch (tools/launch_overhead.py) and the copy rate by size
 #     sweeps        the knobs the lessons name as not yet swept (tools/sweep.py; rows in sweeps/*.json)
-#     host          day 31's one-pass versions: their kernels timed apart from their calls (kernel_us) and
-#                   where the rest goes (tools/host_profile.py)
+#     host          day 31's one-pass versions: their kernels timed apart from their calls (kernel_us), what
+#                   bounds the kernel and the call (tools/compaction_bound.py: shapes, the look-back's
+#                   oracle, the host's pieces) and where the rest goes (tools/host_profile.py)
 # LIMIT_S=n caps each experiment (default 150 s). OUTDIR.tgz, rewritten after every experiment, holds
 # them all (one file to copy back: keep OUTDIR itself outside what the visit returns). The whole list
 # takes more than one 10-minute visit: name a few a visit (paged_bound streams engine, then hf sweeps).
@@ -96,6 +97,7 @@ for v in ('warp_aggregated', 'optimized', 'direct'):
     print(v, {k: round(val, 1) for k, val in rows[v].items()}, flush=True)
 json.dump(rows, open('$out/day31_kernel_us.json', 'w'), indent=1)
 "
+      step day31_bound "$limit" $py tools/compaction_bound.py --json "$out/day31_bound.json"
       step day31_host_profile "$limit" $py tools/host_profile.py 31 direct --out "$out/day31_direct.prof" ;;
     recheck)
       for i in 1 2 3; do
@@ -110,7 +112,8 @@ json.dump(rows, open('$out/day31_kernel_us.json', 'w'), indent=1)
       for spec in "day9 9 WIDE_ROWS=4,8,16" "day55_blocks 55 BLOCKS_PER_SM=4,6,8" "day55_fastmath 55 FASTMATH=False,True" \
                   "day62_blocks 62 BLOCKS_PER_SM=3,8" "day18_blocks 18 BLOCKS_PER_SM=4,6" "day63 63 ROWS=2,4" \
                   "day31 31 OPT_ITEMS=16,32" "day29_poll 29 RELAXED_POLL=False,True" "day21_order 21 REGION_GROUP=0,1,2,4,8,16" \
-                  "day21_tiles 21 OPT_TILES=2,4" "day29_items 29 ITEMS=16,32"; do
+                  "day21_tiles 21 OPT_TILES=2,4" "day29_items 29 ITEMS=16,32" \
+                  "day58_split 58 SPLIT_ROWS=1,2,4 SPLIT_SM_THREADS=512,768,1024"; do
         read -r -a a <<< "$spec"
         step "sweep_${a[0]}" "$limit" $py tools/sweep.py "${a[@]:1}" --out "$out/sweeps/${a[0]}.json"
       done
