@@ -906,6 +906,8 @@ def test_compaction_bound_oracle_words_are_what_the_kernel_publishes():
     for bad in ("128", "100x4", "128x0", "2048x1", "axb"):
         with pytest.raises(argparse.ArgumentTypeError):
             compaction_bound.parse_shapes(bad)
+    with pytest.raises(SystemExit):  # an oracle shape that --direct does not time
+        compaction_bound.main(["--direct", "128x32", "--oracle", "256x16"])
     from course import cuda
 
     sol = days.load_solution(31)

@@ -205,11 +205,14 @@ def main(argv=None) -> int:
     p.add_argument("--direct", type=parse_shapes, default=parse_shapes("128x32,256x16,64x32,128x48,128x64"),
                    help="v5's shapes, THREADSxITEMS,... (default %(default)s)")
     p.add_argument("--oracle", type=parse_shapes, default=parse_shapes("128x32,256x16"),
-                   help="the shapes of --direct also run as the oracle")
+                   help="shapes of --direct also run as the oracle (default %(default)s)")
     p.add_argument("--pipelined", type=parse_shapes, default=parse_shapes("256x16,128x16"),
                    help="v6's shapes (PIPE_THREADS x PIPE_ITEMS)")
     p.add_argument("--json", type=Path, help="also write every row here")
     args = p.parse_args(argv)
+    unknown = [f"{t}x{i}" for t, i in args.oracle if (t, i) not in args.direct]
+    if unknown:
+        p.error(f"--oracle {','.join(unknown)}: each oracle shape must also be one of --direct")
     if not course.ON_GPU:
         print("compaction_bound times kernels with CUDA events: it needs a CUDA GPU")
         return 2
