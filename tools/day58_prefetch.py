@@ -200,7 +200,7 @@ def main() -> int:
             resident = comp.max_cooperative_grid_blocks(threads) if comp is not None else launch.sm_count() * 2
             grid = max(1, min(-(-rows // brows), resident))
             try:
-                regs = kernel.get_regs_per_thread(sig)
+                regs = str(kernel.get_regs_per_thread())
             except Exception:  # noqa: BLE001 -- a numba-cuda without the query
                 regs = -1
             name = f"prefetch w{warps} r{brows} t{smt} (regs {regs}, grid {grid})"
