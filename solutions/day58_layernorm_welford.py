@@ -126,13 +126,15 @@ WARP_GROUPS = (1, 2, 4, 8, 16, 32)  # 16-byte groups a lane holds
 RAGGED_COLS = 512
 ROW_WARPS = 4
 # optimized gives rows on the 16-byte grid longer than SPLIT_FROM floats (up to WARP_COLS) to the split
-# kernel: SPLIT_WARPS warps a row (4: 32 floats a thread at 4096), SPLIT_ROWS rows a block (2: 256 threads).
+# kernel: SPLIT_WARPS warps a row (8: 16 floats a thread at 4096, two rows' worth with the prefetch),
+# SPLIT_ROWS rows a block (1: 256 threads). Without the prefetch 4 warps and 2 rows measured best.
 SPLIT_FROM = 1024
-SPLIT_WARPS = 4
-SPLIT_ROWS = 2
-# Threads an SM the split kernel's register cap is set for: 768 = 3 blocks of 256 at <= 85 registers (it
-# takes 92 unbounded: 2 blocks, 4 rows an SM); 1024 would cap it at 64.
-SPLIT_SM_THREADS = 768
+SPLIT_WARPS = 8
+SPLIT_ROWS = 1
+SPLIT_PREFETCH = True  # the next row's loads issued before this row's stores
+# Threads an SM the split kernel's register cap is set for: 768 = 3 blocks of 256 at <= 85 registers (80
+# with the prefetch at 8 warps a row); 1024 would cap it at 64.
+SPLIT_SM_THREADS = 512
 ZERO = float32(0.0)
 ONE = float32(1.0)
 QUARTER = float32(0.25)
@@ -446,9 +448,9 @@ def warp_allmerge(n, mean, m2):
     return n, mean, m2
 
 
-def _hold_row(wide_access: bool, groups: int, stride: int = WARP):
-    """A device function for one size class: (xf, start, cols, lane, buf) -> the lane's (n, mean, M2), the
-    row's elements xf[start : start + cols] (x flat: day 57's layout, an offset a load off one address).
+def _load_row(wide_access: bool, groups: int, stride: int = WARP):
+    """A device function for one size class: (xf, start, cols, lane, buf) loads the lane's share of the row
+    xf[start : start + cols] (x flat: day 57's layout, an offset a load off one address) into buf.
     Element k of buf is the row's column col(k): lane + stride k (4-byte loads), or column
     4 (lane + stride (k // 4)) + k % 4 (16-byte group k // 4 of the lane). stride: the threads that share
     the row (32 for a warp's row; SPLIT_WARPS * 32 for the split kernel, lane then the thread's index
@@ -456,13 +458,11 @@ def _hold_row(wide_access: bool, groups: int, stride: int = WARP):
     held = VEC * groups
 
     @cuda.jit(device=True)
-    def hold_row(xf, start, cols, lane, buf):
+    def load_row(xf, start, cols, lane, buf):
         """Every load first and none behind a branch (a branch ends the run of loads the compiler keeps in
         flight): past the row a lane loads the row's last group (or element) again, an L1 hit, and keeps
-        0. Then the lane's statistics over its own registers, two passes: n the elements inside the
-        row, s = the sum of (v - a0) over them (a0 = buf[0], the lane's first value), off = s / max(n, 1),
-        mean = a0 + off, M2 = the sum of ((v - a0) - off)^2 over them. A lane with no element: (0, 0, 0)."""
-        # EXERCISE: the loads (clamped, 0 past the row), then n, the shifted sum, mean and M2 over the lane's registers
+        0 in buf."""
+        # EXERCISE: the loads, clamped to the row, 0 kept past it
         if wide_access:
             last = cols - VEC
             for j in range(groups):
@@ -479,6 +479,21 @@ def _hold_row(wide_access: bool, groups: int, stride: int = WARP):
                 buf[k] = xf[start + min(c, cols - 1)]
                 if c >= cols:
                     buf[k] = ZERO
+
+    return load_row
+
+
+def _row_stats(wide_access: bool, groups: int, stride: int = WARP):
+    """A device function for one size class: (cols, lane, buf) -> the lane's (n, mean, M2) over the
+    elements of buf inside the row (buf as _load_row fills it)."""
+    held = VEC * groups
+
+    @cuda.jit(device=True)
+    def row_stats(cols, lane, buf):
+        """Two passes over the lane's registers: n the elements inside the row, s = the sum of (v - a0) over
+        them (a0 = buf[0], the lane's first value), off = s / max(n, 1), mean = a0 + off, M2 = the sum of
+        ((v - a0) - off)^2 over them. A lane with no element: (0, 0, 0)."""
+        # EXERCISE: n, the shifted sum, mean and M2 over the lane's registers
         a0 = buf[0]
         n = ZERO
         s = ZERO
@@ -509,6 +524,19 @@ def _hold_row(wide_access: bool, groups: int, stride: int = WARP):
                     e = (buf[k] - a0) - off
                     m2 += e * e
         return n, a0 + off, m2
+
+    return row_stats
+
+
+def _hold_row(wide_access: bool, groups: int, stride: int = WARP):
+    """(xf, start, cols, lane, buf) -> the lane's (n, mean, M2): _load_row's loads, then _row_stats."""
+    load_row = _load_row(wide_access, groups, stride)
+    row_stats = _row_stats(wide_access, groups, stride)
+
+    @cuda.jit(device=True)
+    def hold_row(xf, start, cols, lane, buf):
+        load_row(xf, start, cols, lane, buf)
+        return row_stats(cols, lane, buf)
 
     return hold_row
 
@@ -580,59 +608,80 @@ def make_warp_rows_kernel(groups: int, wide_access: bool = True):
 # row. The price: the warps' triples meet in shared memory, one barrier a trip of the block.
 
 @functools.cache
-def make_split_rows_kernel(groups: int, row_warps: int, block_rows: int):
+def make_split_rows_kernel(groups: int, row_warps: int, block_rows: int, prefetch: bool = True):
     """The kernel that gives each row row_warps warps (a thread holding VEC * groups floats of it, 16-byte
-    groups only: rows on the 16-byte grid) and each block block_rows rows."""
+    groups only: rows on the 16-byte grid) and each block block_rows rows. prefetch: the loads of the
+    block's next row go out before this row's stores (two rows a thread in registers); else each trip
+    loads its own row first."""
     held = VEC * groups
     row_threads = WARP * row_warps  # threads sharing a row: the stride between a thread's groups
     threads = row_threads * block_rows
-    hold_row = _hold_row(True, groups, row_threads)
+    load_row = _load_row(True, groups, row_threads)
+    row_stats = _row_stats(True, groups, row_threads)
     store_row = _store_row(True, groups, row_threads)
     # CUDA C's __launch_bounds__(threads, blocks an SM): the register cap that lets SPLIT_SM_THREADS threads
     # (at least one block) share an SM's 65536 registers
     bounds = {"launch_bounds": (threads, max(1, SPLIT_SM_THREADS // threads))} if DEVICE.kind != "sim" else {}
 
+    @cuda.jit(device=True)
+    def split_trip(xf, rows, cols, weight, bias, eps, outf, first, step, p, buf, nxt, slot_n, slot_mean, slot_m2):
+        """One trip of the block: its rows first + s (s = threadIdx.x // row_threads), the thread's share of
+        its row in buf. Without prefetch, load_row fills buf first. Then row_stats, warp_allmerge, lane 0
+        of each warp writes the warp's triple to slot[p, s, w] (w the warp within the row), ONE barrier,
+        and every thread merges its row's row_warps slots in the same order (the same bits in every warp of
+        the row). With prefetch, load_row now fills nxt with the thread's share of the next trip's row
+        (first + step + s, clamped to the last row; none on the block's last trip): those loads fly
+        while this row is normalised and stored. Then rstd, and store_row from buf (nothing for a row past
+        the end, which loaded the last row again). The slots alternate with p between trips, so a fast warp writing the next trip's
+        triple never overwrites one a slow warp is still reading: the barrier of the trip between orders
+        them (day 57's block kernel)."""
+        t = cuda.threadIdx.x
+        s = t // row_threads
+        i = t % row_threads  # the thread's place among the row's threads
+        r = first + s
+        start = int64(min(r, rows - 1)) * cols
+        # EXERCISE: (load buf), row_stats, warp_allmerge, lane 0 to the slots of parity p, a barrier, merge the slots, (load nxt), store_row
+        if not prefetch:
+            load_row(xf, start, cols, i, buf)
+        n, mean, m2 = row_stats(cols, i, buf)
+        n, mean, m2 = warp_allmerge(n, mean, m2)
+        if t % WARP == 0:
+            slot_n[p, s, i // WARP] = n
+            slot_mean[p, s, i // WARP] = mean
+            slot_m2[p, s, i // WARP] = m2
+        cuda.syncthreads()
+        n, mean, m2 = slot_n[p, s, 0], slot_mean[p, s, 0], slot_m2[p, s, 0]
+        for k in range(1, row_warps):  # unrolled: row_warps is a constant
+            n, mean, m2 = chan_merge(n, mean, m2, slot_n[p, s, k], slot_mean[p, s, k], slot_m2[p, s, k])
+        if prefetch and first + step < rows:  # the next trip's row, before this one's stores (if there is one)
+            load_row(xf, int64(min(first + step + s, rows - 1)) * cols, cols, i, nxt)
+        rstd = ONE / math.sqrt(m2 / n + eps)
+        if r < rows:
+            store_row(outf, weight, bias, start, cols, i, buf, mean, rstd)  # x is not read again
+
     @cuda.jit(**bounds)
     def layernorm_split_rows_kernel(xf, rows, cols, weight, bias, eps, outf):  # xf, outf (rows * cols,)
-        """Block b takes rows b * block_rows + s (s = threadIdx.x // row_threads; then += gridDim.x *
-        block_rows). Thread i of a row's row_threads holds its groups i, i + row_threads, ... (hold_row);
-        warp_allmerge gives each warp its part's triple; lane 0 writes it to slot[p, s, w] (p the parity
-        of the block's trip, w the warp within the row), ONE barrier, then every thread merges its row's
-        row_warps slots in the same order (the same bits in every warp of the row). The slots alternate
-        between trips, so a fast warp writing the next trip's triple never overwrites one a slow warp is
-        still reading: the barrier of the trip between orders them (day 57's block kernel).
-        Every thread of the block makes the same trips (the barrier needs all of them): a row past the
-        end loads the last row again and stores nothing."""
+        """Block b takes rows b * block_rows + s, then += gridDim.x * block_rows (a trip each), every
+        thread of the block making the same trips (the barrier needs all of them). The loop runs two trips
+        a turn, the first from buffer a (prefetching into b), the second from b (into a): with constant
+        indices into two named buffers both stay registers, where swapping two arrays would not."""
         slot_n = cuda.shared.array((2, block_rows, row_warps), float32)
         slot_mean = cuda.shared.array((2, block_rows, row_warps), float32)
         slot_m2 = cuda.shared.array((2, block_rows, row_warps), float32)
-        buf = cuda.local.array(held, float32)  # constant size, constant indices: registers
-        t = cuda.threadIdx.x
-        s = t // row_threads  # the block's row this thread works on
-        i = t % row_threads  # the thread's place among the row's threads
-        w = i // WARP
-        p = 0
+        a = cuda.local.array(held, float32)  # constant size, constant indices: registers
+        b = cuda.local.array(held, float32)
+        step = cuda.gridDim.x * block_rows
         first = cuda.blockIdx.x * block_rows
+        if prefetch:  # the first trip's row
+            load_row(xf, int64(min(first + cuda.threadIdx.x // row_threads, rows - 1)) * cols, cols,
+                     cuda.threadIdx.x % row_threads, a)
         while first < rows:  # the same trips for the whole block
-            r = first + s
-            start = int64(min(r, rows - 1)) * cols
-            # EXERCISE: hold_row, warp_allmerge, lane 0 to the slots of parity p, a barrier, merge the slots, store_row
-            n, mean, m2 = hold_row(xf, start, cols, i, buf)
-            n, mean, m2 = warp_allmerge(n, mean, m2)
-            if t % WARP == 0:
-                slot_n[p, s, w] = n
-                slot_mean[p, s, w] = mean
-                slot_m2[p, s, w] = m2
-            cuda.syncthreads()
-            n, mean, m2 = slot_n[p, s, 0], slot_mean[p, s, 0], slot_m2[p, s, 0]
-            for k in range(1, row_warps):  # unrolled: row_warps is a constant
-                n, mean, m2 = chan_merge(n, mean, m2, slot_n[p, s, k], slot_mean[p, s, k], slot_m2[p, s, k])
-            p ^= 1  # the next trip's triples go to the other slots
-            rstd = ONE / math.sqrt(m2 / n + eps)
-            if r < rows:
-                store_row(outf, weight, bias, start, cols, i, buf, mean, rstd)  # x is not read again
-            # END EXERCISE
-            first += cuda.gridDim.x * block_rows
+            split_trip(xf, rows, cols, weight, bias, eps, outf, first, step, 0, a, b, slot_n, slot_mean, slot_m2)
+            first += step
+            if first >= rows:
+                break
+            split_trip(xf, rows, cols, weight, bias, eps, outf, first, step, 1, b, a, slot_n, slot_mean, slot_m2)
+            first += step
 
     return layernorm_split_rows_kernel
 
@@ -645,8 +694,8 @@ KERNELS = {"naive": (layernorm_three_pass_kernel, _SIG_NAIVE),
            "warp_rows.ragged": (make_warp_rows_kernel(4, False), _SIG_WARP),
            "warp_rows.1024": (make_warp_rows_kernel(8), _SIG_WARP),
            "optimized.split": (make_split_rows_kernel(
-               next(gr for gr in WARP_GROUPS if WARP_COLS <= WARP * SPLIT_WARPS * VEC * gr), SPLIT_WARPS, SPLIT_ROWS),
-               _SIG_WARP),
+               next(gr for gr in WARP_GROUPS if WARP_COLS <= WARP * SPLIT_WARPS * VEC * gr), SPLIT_WARPS, SPLIT_ROWS,
+               SPLIT_PREFETCH), _SIG_WARP),
            "optimized": (layernorm_welford_kernel, _SIG_WELFORD)}
 
 
@@ -670,7 +719,7 @@ def _split_resident_blocks(groups: int) -> int:
     """Blocks of the split kernel the whole GPU runs at once; 2 in the simulator (the slots' parity)."""
     if not ON_GPU:
         return 2
-    kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS)
+    kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS, SPLIT_PREFETCH)
     try:
         return int(kernel.compile(_SIG_WARP).max_cooperative_grid_blocks(SPLIT_WARPS * SPLIT_ROWS * WARP))
     except Exception:  # a numba-cuda without the occupancy query
@@ -723,7 +772,7 @@ def _warp_rows(x, weight, bias, eps, dispatch: bool = False):
                          "which dispatches by cols")
     if dispatch and split_takes(cols, wide_access):
         groups = split_groups(cols)
-        kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS)
+        kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS, SPLIT_PREFETCH)
         grid = max(1, min(-(-rows // SPLIT_ROWS), _split_resident_blocks(groups)))
         kernel[grid, SPLIT_WARPS * SPLIT_ROWS * WARP](d_x.reshape(rows * cols), rows, cols, d_w, d_b,
                                                       np.float32(eps), out.reshape(rows * cols))

@@ -49,6 +49,43 @@ def test_chunk_bounds_cover_the_array(chunks):
             f"n={n}: chunks of unequal length {sorted(sizes)} before the last")
 
 
+@pytest.mark.parametrize("pieces", [0, 1, 2, 3])
+def test_tapered_bounds_cut_the_end_chunks(pieces):
+    """The end chunks cut into halving pieces: the first rising (each piece at most the next), the last
+    falling; the middle chunks untouched; still in order, no gap, nothing empty, starts aligned; a range
+    too short to halve keeps fewer pieces."""
+    g.require_implemented("tapered")
+    align = g.solution.ALIGN
+    for n, chunks in ((100_003, 8), (64 * align + 5, 4), (3 * align, 3), (5 * align + 1, 24), (2 * align, 2),
+                      (1, 1), (1 << 20, 16)):
+        base = [tuple(map(int, b)) for b in g.solution.chunk_bounds(n, chunks)]
+        got = [tuple(map(int, b)) for b in g.target.tapered(base, pieces)]
+        where = f"n={n}, chunks={chunks}, pieces={pieces}"
+        if pieces == 0 or len(base) < 3:
+            assert got == base, f"{where}: expected the bounds unchanged, got {got}"
+            continue
+        assert got[0][0] == 0 and got[-1][1] == n, f"{where}: {got[:2]} ... {got[-2:]}"
+        for (lo, hi), (lo2, _) in zip(got, got[1:]):
+            assert hi == lo2, f"{where}: ({lo}, {hi}) followed by a piece starting at {lo2}"
+        assert all(lo < hi for lo, hi in got), f"{where}: an empty piece in {got}"
+        assert all(lo % align == 0 for lo, _ in got), f"{where}: a start not a multiple of {align}"
+        first = [p for p in got if p[1] <= base[0][1]]
+        last = [p for p in got if p[0] >= base[-1][0]]
+        assert got[len(first):len(got) - len(last)] == base[1:-1], f"{where}: the middle chunks changed"
+        for part, rising in ((first, True), (last, False)):
+            size = part[-1][1] - part[0][0]
+            assert len(part) <= pieces + 1, f"{where}: an end chunk cut into {len(part)} pieces"
+            if size >= align << (pieces + 1):  # room for every cut
+                assert len(part) == pieces + 1, f"{where}: an end chunk of {size} cut into {len(part)} pieces"
+            lengths = [hi - lo for lo, hi in part]
+            ordered = lengths if rising else lengths[::-1]
+            assert ordered == sorted(ordered), f"{where}: piece lengths {lengths} not {'rising' if rising else 'falling'}"
+            half = -(-size // (2 * align)) * align
+            assert len(part) == 1 or ordered[-1] == half, (
+                f"{where}: the biggest piece of an end chunk of {size} is {ordered[-1]}, not half of it ({half}, "
+                f"rounded up to {align})")
+
+
 def test_kernel_writes_its_chunk_only():
     """horner_kernel on [lo, hi) of a poisoned output: that range right, everything else untouched."""
     g.require_implemented("naive")
@@ -233,8 +270,34 @@ def test_stage_times_on_the_gpu():
     g.require_implemented("overlapped")
     x, iters = g.solution.make_inputs((1 << 24) + 5, seed=3)
     t = g.target.stage_times(x, iters, repeats=2)
-    for key in ("upload_ms", "kernel_ms", "download_ms", "duplex_ms", "serial_pinned_ms", "overlapped_ms", "naive_ms"):
+    for key in ("upload_ms", "kernel_ms", "download_ms", "duplex_ms", "serial_pinned_ms", "overlapped_ms",
+                "graph_ms", "naive_ms"):
         assert t[key] > 0, f"{key} = {t[key]}"
+    assert t["graph_pieces"] > t["chunks"], t
+
+
+@pytest.mark.gpu
+def test_captured_graph_replays_the_pipeline():
+    """capture() of a tapered plan, launched twice over a poisoned result: right both times, and the
+    capture leaves nothing running (the result is not written until the graph is launched)."""
+    g.require_implemented("overlapped", "tapered")
+    x, iters = g.solution.make_inputs((1 << 20) + 7, seed=13)
+    want = g.solution.reference(x, iters)
+    h_in, h_out = launch.pinned_copy(x), launch.pinned_empty(x.shape, np.float32)
+    d_x, d_out = cuda.device_array(x.shape, np.float32), cuda.device_array(x.shape, np.float32)
+    cps, nbs = g.target.graph_streams()
+    bounds = g.target.tapered(g.solution.chunk_bounds(x.size, 6), 2)
+    steps = g.target.plan(h_in, h_out, d_x, d_out, nbs, bounds=bounds)
+    assert len(steps) == len(bounds) == 10
+    h_out[:] = np.nan
+    graph = g.target.capture(steps, d_x, d_out, iters, cps)
+    cuda.synchronize()
+    assert np.isnan(h_out).all(), "capture ran the pipeline: it should only record it"
+    for k in range(2):
+        h_out[:] = np.nan
+        graph.launch(stream=cps[0])
+        cps[0].synchronize()
+        assert_matches(h_out, want, name=f"graph launch {k + 1}")
 
 
 @pytest.mark.gpu

@@ -200,6 +200,24 @@ def test_warp_rows_share_nothing(label):
             "be issued before the arithmetic (no branch around them)")
 
 
+def test_split_kernel_prefetches_the_next_row():
+    """The split kernel (optimized from 1028 to 4096 floats): the warps of a row meet behind a barrier,
+    and its loads come in two runs a trip, each all the thread's 16-byte groups back to back: this row's
+    (the first trip's, before the loop) and the next row's, issued before this row's stores."""
+    rep = g.report("optimized.split")
+    groups = sol.split_groups(sol.WARP_COLS)
+    assert rep.count("bar.sync") >= 1, "optimized.split: no barrier: the row's warps meet in shared memory"
+    assert rep.loads_in_flight >= groups, (
+        f"optimized.split: {rep.loads_in_flight} loads back to back; a row's {groups} 16-byte loads a thread "
+        "should go out together")
+    if sol.SPLIT_PREFETCH:
+        # two trips a turn of the loop, each with its prefetch, and the first row's loads: 3 runs of x loads
+        x_loads = rep.count("ld.global") - 2 * 2 * groups  # less weight and bias, read by each trip's stores
+        assert x_loads >= 3 * groups, (
+            f"optimized.split: {x_loads} loads of x in the PTX, expected >= {3 * groups}: the first row's, then "
+            "the next row's in each of the loop's two trips")
+
+
 @pytest.mark.parametrize(("version", "n"), (("warp_rows", (2, 4100)), ("warp_rows", (2, 513))),
                          ids=["4100", "ragged-513"])
 def test_warp_rows_past_the_limit_raises(version, n):

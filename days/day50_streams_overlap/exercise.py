@@ -13,6 +13,9 @@ v2 overlapped  the host arrays page-locked (x with cuda.pinned, the result alloc
                download issued on one of STREAMS streams, round-robin. The H2D and D2H copy engines
                and the SMs are three independent engines: while chunk k+1 goes up, chunk k computes
                and chunk k-1 comes down. The time tends to the longest stage, not to the sum.
+               For a program that runs the pipeline many times on the same buffers, capture() records
+               it once as a CUDA graph, its two end chunks cut into halving pieces (tapered): one
+               launch issues every chunk, and the fill and drain shrink to a small piece's time.
 
 Napkin math (n = 2^26, 256 MB each way; rates of the H200 host from day 03: pinned ~55 GB/s each
 way, pageable ~8 up and ~15 down; FP32 FMA ~33 T/s over 132 SMs):
@@ -48,7 +51,10 @@ What you write (each raises NotImplementedError with its hint until you do):
   horner_kernel  grid-stride over [start, stop): clamp, halve, then `iters` Horner steps in float32 (11 lines)
   chunk_bounds   size = ceil(n / chunks) rounded up to ALIGN; (lo, min(lo + size, n)) for lo in steps of size (3
                  lines)
-  plan           one tuple per chunk: its bounds, its stream (round-robin) and the four views of its range (4 lines)
+  tapered        halve the first chunk from the top and the last from the bottom, `pieces` times each, halves
+                 rounded up to ALIGN (16 lines)
+  plan           one tuple per chunk of bounds: its range, its stream (round-robin) and the four views of its range
+                 (4 lines)
   issue          per step: upload, launch on [lo, hi), download, all three on the step's stream (4 lines)
 Everything else in this file is given. Grade with:  make check DAY=50
 """
@@ -80,6 +86,7 @@ ITERS = 1024  # FMAs per element at bench sizes: the kernel's time comparable to
 # 32: the lesson's table).
 CHUNKS = 24
 STREAMS = 4  # three stages in flight at once need three streams; a fourth gives the host slack
+TAPER = 2  # the graph's plan: each end chunk cut into TAPER + 1 halving pieces (tapered)
 ALIGN = 256  # chunk starts on 1 KB boundaries (and whole blocks of THREADS)
 THREADS = 256
 
@@ -146,17 +153,33 @@ def chunk_bounds(n: int, chunks: int = CHUNKS) -> list:
                               "steps of size (3 lines)")
 
 
-def plan(x, out, d_x, d_out, streams, chunks: int = CHUNKS) -> list:
+def tapered(bounds: list, pieces: int = TAPER) -> list:
+    """bounds (chunk_bounds') with the two end chunks cut into halving pieces: the first into pieces + 1
+    parts of rising length (its top half last, the top half of the rest before it, ...), the last into
+    pieces + 1 parts of falling length (the mirror: its bottom half first, ...). The pipeline's fill (the
+    first upload, alone on the link) and drain (the last kernel and download) then cost a small piece's
+    time, and only the ends get more pieces. Each half is rounded up to a multiple of ALIGN (so every
+    start stays aligned and a half is never shorter than what is left to cut); a range too short to halve
+    keeps fewer pieces; fewer than three chunks, or pieces = 0: bounds unchanged. Still in order, no gap,
+    no overlap, nothing empty."""
+    raise NotImplementedError("Day 50: halve the first chunk from the top and the last from the bottom, `pieces` times "
+                              "each, halves rounded up to ALIGN (16 lines)")
+
+
+def plan(x, out, d_x, d_out, streams, chunks: int = CHUNKS, bounds=None) -> list:
     """The pipeline's per-chunk work, decided once: [(lo, hi, stream, x[lo:hi], d_x[lo:hi],
-    d_out[lo:hi], out[lo:hi]), ...] for the chunks of chunk_bounds(n, chunks) in order, chunk k on
-    stream streams[k % len(streams)] (round-robin: consecutive chunks never share a stream).
+    d_out[lo:hi], out[lo:hi]), ...] for the chunks of chunk_bounds(n, chunks) (or the given bounds) in
+    order, chunk k on stream streams[k % len(streams)] (round-robin: consecutive chunks never share a
+    stream).
 
     The views are made here, not while issuing: slicing a Numba device array is host work (tens of
     microseconds), and a program that runs its pipeline many times makes them once, as it locks its
     host buffers once. Issuing then only calls the driver.
     """
-    raise NotImplementedError("Day 50: one tuple per chunk: its bounds, its stream (round-robin) and the four views of "
-                              "its range (4 lines)")
+    if bounds is None:
+        bounds = chunk_bounds(x.size, chunks)
+    raise NotImplementedError("Day 50: one tuple per chunk of bounds: its range, its stream (round-robin) and the four "
+                              "views of its range (4 lines)")
 
 
 def issue(steps, d_x, d_out, iters) -> None:
@@ -179,6 +202,41 @@ def pipeline(x, out, d_x, d_out, iters, streams, chunks: int = CHUNKS) -> None:
     issue(plan(x, out, d_x, d_out, streams, chunks), d_x, d_out, iters)
     for s in streams:
         s.synchronize()
+
+
+def graph_streams() -> tuple:
+    """GPU only. STREAMS CuPy streams, non-blocking (a capture may not involve the legacy default stream),
+    and the same streams as Numba sees them (cuda.external_stream), for plan's steps and capture."""
+    _need_gpu("graph_streams")
+    import cupy as cp
+
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(STREAMS)]
+    return streams, [cuda.external_stream(s.ptr) for s in streams]
+
+
+def capture(steps, d_x, d_out, iters, streams):
+    """GPU only. issue(steps, ...) recorded into a CUDA graph instead of run: one graph.launch(stream)
+    then issues every chunk's upload, kernel and download, in their streams' order, for the host's cost of
+    one call. For a program that runs its pipeline many times on the same buffers: the three Numba calls
+    a chunk (~100-300 us of Python each) are paid once, at capture, and the schedule no longer waits for
+    the host. `streams`: the CuPy streams behind the steps' Numba streams (graph_streams). A capturing
+    stream forks to them (each waits on an event recorded in the capture) and joins them back (it waits on
+    an event recorded on each), so the graph holds the chunks' streams as parallel branches."""
+    _need_gpu("capture")
+    import cupy as cp
+
+    origin = cp.cuda.Stream(non_blocking=True)
+    origin.begin_capture()
+    try:
+        fork = origin.record()
+        for s in streams:
+            s.wait_event(fork)
+        issue(steps, d_x, d_out, iters)
+        for s in streams:
+            origin.wait_event(s.record())
+    finally:
+        graph = origin.end_capture()  # ends the capture even when issuing failed, so the stream is usable
+    return graph
 
 
 def naive(x, iters):
@@ -258,15 +316,16 @@ def _buffers(x):
     yield h_in, h_out, d_x, d_out, [cuda.stream() for _ in range(STREAMS)]
 
 
-def stage_times(x, iters, chunks: int = CHUNKS, repeats: int = 5) -> dict:
+def stage_times(x, iters, chunks: int = CHUNKS, repeats: int = 5, taper: int = TAPER) -> dict:
     """GPU only. Median times (ms) of each stage alone on page-locked buffers (upload, kernel,
     download), of both copies at once on two streams (duplex), of the three one after another
     (serial_pinned), of the overlapped pipeline on the same buffers (overlapped_ms with its plan made
     once beforehand, as the buffers are; unplanned_ms making it on every call), the host's
-    microseconds a chunk to plan and to issue, and of the naive version from
-    pageable memory; the ratio the day aims at (overlapped / longest stage, target <= 1.15), the
-    pipeline against its bound (the longest stage or the duplex copies, whichever is longer) and the
-    copy rates. Verifies what it timed."""
+    microseconds a chunk to plan and to issue, of the same pipeline captured once as a CUDA graph with
+    its end chunks tapered (graph_ms: replays of capture(...) on tapered(chunk_bounds(n, chunks), taper)),
+    and of the naive version from pageable memory; the ratio the day aims at (overlapped / longest stage,
+    and graph / longest stage: target <= 1.15), the pipelines against their bound (the longest stage or
+    the duplex copies, whichever is longer) and the copy rates. Verifies what it timed."""
     _need_gpu("stage_times")
     _check(x, iters)
     n = x.size
@@ -305,6 +364,17 @@ def stage_times(x, iters, chunks: int = CHUNKS, repeats: int = 5) -> dict:
         cuda.synchronize()
         t["plan_us_per_chunk"] = 1e6 * plan_s / len(steps)
         t["issue_us_per_chunk"] = 1e6 * issue_s / len(steps)
+        # The same pipeline as one CUDA graph, its end chunks tapered: the host issues it in one call.
+        import cupy as cp
+
+        graph_cp, graph_nb = graph_streams()
+        bounds = tapered(chunk_bounds(n, chunks), taper)
+        graph = capture(plan(h_in, h_out, d_x, d_out, graph_nb, bounds=bounds), d_x, d_out, iters, graph_cp)
+        h_out[:] = np.nan
+        # launched on the legacy default stream, where _event_ms records its events: they bracket it
+        t["graph_ms"] = _event_ms(lambda: graph.launch(stream=cp.cuda.Stream.null), repeats)
+        _verify(h_out, want, "overlapped pipeline as a CUDA graph")
+        t["graph_pieces"] = len(bounds)
     t["naive_ms"] = _event_ms(lambda: naive(x, iters), repeats)
     longest = max(t["upload_ms"], t["kernel_ms"], t["download_ms"])
     bound = max(longest, t["duplex_ms"])  # the copies overlap each other in the pipeline, too
@@ -313,6 +383,8 @@ def stage_times(x, iters, chunks: int = CHUNKS, repeats: int = 5) -> dict:
         overlapped_over_longest=t["overlapped_ms"] / longest,
         bound_ms=bound,
         overlapped_over_bound=t["overlapped_ms"] / bound,
+        graph_over_longest=t["graph_ms"] / longest,
+        graph_over_bound=t["graph_ms"] / bound,
         duplex_gbps=2 * x.nbytes / (t["duplex_ms"] * 1e-3) / 1e9,
         naive_over_overlapped=t["naive_ms"] / t["overlapped_ms"],
         upload_gbps=x.nbytes / (t["upload_ms"] * 1e-3) / 1e9,

@@ -78,22 +78,24 @@ a thread, and the block waited out its latency, the merge and the second read wi
 A row per warp (several rows in flight a block, no barrier) is 1.20x and 3.09x faster.
 
 What you write (each raises NotImplementedError with its hint until you do):
-  layernorm_three_pass_kernel                         for each of the block's rows: a mean pass, a variance pass, a
-                                                      write pass (block_stat_sum twice) (21 lines)
-  chan_merge                                          n = na + nb; delta = mb - ma; f = nb / max(n, 1); mean = ma +
-                                                      delta f; M2 = M2a + M2b + delta^2 na f (5 lines)
-  warp_merge                                          for offset 16, 8, 4, 2, 1: shuffle n, mean and M2 down by
-                                                      offset and chan_merge them in (8 lines)
-  layernorm_welford_kernel                            the read pass: trips of VECS_PER_TRIP 16-byte loads
-                                                      (quad_stats, chan_merge), else welford_update (19 lines)
-  warp_allmerge                                       five xor_merge steps, offsets 16, 8, 4, 2, 1 (6 lines)
-  _hold_row.hold_row                                  the loads (clamped, 0 past the row), then n, the shifted sum,
-                                                      mean and M2 over the lane's registers (46 lines)
-  make_warp_rows_kernel.layernorm_warp_rows_kernel    hold_row, warp_allmerge, rstd, store_row (4 lines)
-  make_split_rows_kernel.layernorm_split_rows_kernel  hold_row, warp_allmerge, lane 0 to the slots of parity p, a
-                                                      barrier, merge the slots, store_row (14 lines)
-  optimized                                           check the inputs; _warp_rows(..., dispatch=True) up to
-                                                      WARP_COLS columns, _welford_block beyond (4 lines)
+  layernorm_three_pass_kernel                       for each of the block's rows: a mean pass, a variance pass, a
+                                                    write pass (block_stat_sum twice) (21 lines)
+  chan_merge                                        n = na + nb; delta = mb - ma; f = nb / max(n, 1); mean = ma +
+                                                    delta f; M2 = M2a + M2b + delta^2 na f (5 lines)
+  warp_merge                                        for offset 16, 8, 4, 2, 1: shuffle n, mean and M2 down by offset
+                                                    and chan_merge them in (8 lines)
+  layernorm_welford_kernel                          the read pass: trips of VECS_PER_TRIP 16-byte loads (quad_stats,
+                                                    chan_merge), else welford_update (19 lines)
+  warp_allmerge                                     five xor_merge steps, offsets 16, 8, 4, 2, 1 (6 lines)
+  _load_row.load_row                                the loads, clamped to the row, 0 kept past it (16 lines)
+  _row_stats.row_stats                              n, the shifted sum, mean and M2 over the lane's registers (30
+                                                    lines)
+  make_warp_rows_kernel.layernorm_warp_rows_kernel  hold_row, warp_allmerge, rstd, store_row (4 lines)
+  make_split_rows_kernel.split_trip                 (load buf), row_stats, warp_allmerge, lane 0 to the slots of
+                                                    parity p, a barrier, merge the slots, (load nxt), store_row (17
+                                                    lines)
+  optimized                                         check the inputs; _warp_rows(..., dispatch=True) up to WARP_COLS
+                                                    columns, _welford_block beyond (4 lines)
 Everything else in this file is given. Grade with:  make check DAY=58
 """
 
@@ -145,13 +147,15 @@ WARP_GROUPS = (1, 2, 4, 8, 16, 32)  # 16-byte groups a lane holds
 RAGGED_COLS = 512
 ROW_WARPS = 4
 # optimized gives rows on the 16-byte grid longer than SPLIT_FROM floats (up to WARP_COLS) to the split
-# kernel: SPLIT_WARPS warps a row (4: 32 floats a thread at 4096), SPLIT_ROWS rows a block (2: 256 threads).
+# kernel: SPLIT_WARPS warps a row (8: 16 floats a thread at 4096, two rows' worth with the prefetch),
+# SPLIT_ROWS rows a block (1: 256 threads). Without the prefetch 4 warps and 2 rows measured best.
 SPLIT_FROM = 1024
-SPLIT_WARPS = 4
-SPLIT_ROWS = 2
-# Threads an SM the split kernel's register cap is set for: 768 = 3 blocks of 256 at <= 85 registers (it
-# takes 92 unbounded: 2 blocks, 4 rows an SM); 1024 would cap it at 64.
-SPLIT_SM_THREADS = 768
+SPLIT_WARPS = 8
+SPLIT_ROWS = 1
+SPLIT_PREFETCH = True  # the next row's loads issued before this row's stores
+# Threads an SM the split kernel's register cap is set for: 768 = 3 blocks of 256 at <= 85 registers (80
+# with the prefetch at 8 warps a row); 1024 would cap it at 64.
+SPLIT_SM_THREADS = 512
 ZERO = float32(0.0)
 ONE = float32(1.0)
 QUARTER = float32(0.25)
@@ -408,9 +412,9 @@ def warp_allmerge(n, mean, m2):
     raise NotImplementedError("Day 58: five xor_merge steps, offsets 16, 8, 4, 2, 1 (6 lines)")
 
 
-def _hold_row(wide_access: bool, groups: int, stride: int = WARP):
-    """A device function for one size class: (xf, start, cols, lane, buf) -> the lane's (n, mean, M2), the
-    row's elements xf[start : start + cols] (x flat: day 57's layout, an offset a load off one address).
+def _load_row(wide_access: bool, groups: int, stride: int = WARP):
+    """A device function for one size class: (xf, start, cols, lane, buf) loads the lane's share of the row
+    xf[start : start + cols] (x flat: day 57's layout, an offset a load off one address) into buf.
     Element k of buf is the row's column col(k): lane + stride k (4-byte loads), or column
     4 (lane + stride (k // 4)) + k % 4 (16-byte group k // 4 of the lane). stride: the threads that share
     the row (32 for a warp's row; SPLIT_WARPS * 32 for the split kernel, lane then the thread's index
@@ -418,14 +422,39 @@ def _hold_row(wide_access: bool, groups: int, stride: int = WARP):
     held = VEC * groups
 
     @cuda.jit(device=True)
-    def hold_row(xf, start, cols, lane, buf):
+    def load_row(xf, start, cols, lane, buf):
         """Every load first and none behind a branch (a branch ends the run of loads the compiler keeps in
         flight): past the row a lane loads the row's last group (or element) again, an L1 hit, and keeps
-        0. Then the lane's statistics over its own registers, two passes: n the elements inside the
-        row, s = the sum of (v - a0) over them (a0 = buf[0], the lane's first value), off = s / max(n, 1),
-        mean = a0 + off, M2 = the sum of ((v - a0) - off)^2 over them. A lane with no element: (0, 0, 0)."""
-        raise NotImplementedError("Day 58: the loads (clamped, 0 past the row), then n, the shifted sum, mean and M2 "
-                                  "over the lane's registers (46 lines)")
+        0 in buf."""
+        raise NotImplementedError("Day 58: the loads, clamped to the row, 0 kept past it (16 lines)")
+
+    return load_row
+
+
+def _row_stats(wide_access: bool, groups: int, stride: int = WARP):
+    """A device function for one size class: (cols, lane, buf) -> the lane's (n, mean, M2) over the
+    elements of buf inside the row (buf as _load_row fills it)."""
+    held = VEC * groups
+
+    @cuda.jit(device=True)
+    def row_stats(cols, lane, buf):
+        """Two passes over the lane's registers: n the elements inside the row, s = the sum of (v - a0) over
+        them (a0 = buf[0], the lane's first value), off = s / max(n, 1), mean = a0 + off, M2 = the sum of
+        ((v - a0) - off)^2 over them. A lane with no element: (0, 0, 0)."""
+        raise NotImplementedError("Day 58: n, the shifted sum, mean and M2 over the lane's registers (30 lines)")
+
+    return row_stats
+
+
+def _hold_row(wide_access: bool, groups: int, stride: int = WARP):
+    """(xf, start, cols, lane, buf) -> the lane's (n, mean, M2): _load_row's loads, then _row_stats."""
+    load_row = _load_row(wide_access, groups, stride)
+    row_stats = _row_stats(wide_access, groups, stride)
+
+    @cuda.jit(device=True)
+    def hold_row(xf, start, cols, lane, buf):
+        load_row(xf, start, cols, lane, buf)
+        return row_stats(cols, lane, buf)
 
     return hold_row
 
@@ -492,45 +521,64 @@ def make_warp_rows_kernel(groups: int, wide_access: bool = True):
 # row. The price: the warps' triples meet in shared memory, one barrier a trip of the block.
 
 @functools.cache
-def make_split_rows_kernel(groups: int, row_warps: int, block_rows: int):
+def make_split_rows_kernel(groups: int, row_warps: int, block_rows: int, prefetch: bool = True):
     """The kernel that gives each row row_warps warps (a thread holding VEC * groups floats of it, 16-byte
-    groups only: rows on the 16-byte grid) and each block block_rows rows."""
+    groups only: rows on the 16-byte grid) and each block block_rows rows. prefetch: the loads of the
+    block's next row go out before this row's stores (two rows a thread in registers); else each trip
+    loads its own row first."""
     held = VEC * groups
     row_threads = WARP * row_warps  # threads sharing a row: the stride between a thread's groups
     threads = row_threads * block_rows
-    hold_row = _hold_row(True, groups, row_threads)
+    load_row = _load_row(True, groups, row_threads)
+    row_stats = _row_stats(True, groups, row_threads)
     store_row = _store_row(True, groups, row_threads)
     # CUDA C's __launch_bounds__(threads, blocks an SM): the register cap that lets SPLIT_SM_THREADS threads
     # (at least one block) share an SM's 65536 registers
     bounds = {"launch_bounds": (threads, max(1, SPLIT_SM_THREADS // threads))} if DEVICE.kind != "sim" else {}
 
+    @cuda.jit(device=True)
+    def split_trip(xf, rows, cols, weight, bias, eps, outf, first, step, p, buf, nxt, slot_n, slot_mean, slot_m2):
+        """One trip of the block: its rows first + s (s = threadIdx.x // row_threads), the thread's share of
+        its row in buf. Without prefetch, load_row fills buf first. Then row_stats, warp_allmerge, lane 0
+        of each warp writes the warp's triple to slot[p, s, w] (w the warp within the row), ONE barrier,
+        and every thread merges its row's row_warps slots in the same order (the same bits in every warp of
+        the row). With prefetch, load_row now fills nxt with the thread's share of the next trip's row
+        (first + step + s, clamped to the last row; none on the block's last trip): those loads fly
+        while this row is normalised and stored. Then rstd, and store_row from buf (nothing for a row past
+        the end, which loaded the last row again). The slots alternate with p between trips, so a fast warp writing the next trip's
+        triple never overwrites one a slow warp is still reading: the barrier of the trip between orders
+        them (day 57's block kernel)."""
+        t = cuda.threadIdx.x
+        s = t // row_threads
+        i = t % row_threads  # the thread's place among the row's threads
+        r = first + s
+        start = int64(min(r, rows - 1)) * cols
+        raise NotImplementedError("Day 58: (load buf), row_stats, warp_allmerge, lane 0 to the slots of parity p, a "
+                                  "barrier, merge the slots, (load nxt), store_row (17 lines)")
+
     @cuda.jit(**bounds)
     def layernorm_split_rows_kernel(xf, rows, cols, weight, bias, eps, outf):  # xf, outf (rows * cols,)
-        """Block b takes rows b * block_rows + s (s = threadIdx.x // row_threads; then += gridDim.x *
-        block_rows). Thread i of a row's row_threads holds its groups i, i + row_threads, ... (hold_row);
-        warp_allmerge gives each warp its part's triple; lane 0 writes it to slot[p, s, w] (p the parity
-        of the block's trip, w the warp within the row), ONE barrier, then every thread merges its row's
-        row_warps slots in the same order (the same bits in every warp of the row). The slots alternate
-        between trips, so a fast warp writing the next trip's triple never overwrites one a slow warp is
-        still reading: the barrier of the trip between orders them (day 57's block kernel).
-        Every thread of the block makes the same trips (the barrier needs all of them): a row past the
-        end loads the last row again and stores nothing."""
+        """Block b takes rows b * block_rows + s, then += gridDim.x * block_rows (a trip each), every
+        thread of the block making the same trips (the barrier needs all of them). The loop runs two trips
+        a turn, the first from buffer a (prefetching into b), the second from b (into a): with constant
+        indices into two named buffers both stay registers, where swapping two arrays would not."""
         slot_n = cuda.shared.array((2, block_rows, row_warps), float32)
         slot_mean = cuda.shared.array((2, block_rows, row_warps), float32)
         slot_m2 = cuda.shared.array((2, block_rows, row_warps), float32)
-        buf = cuda.local.array(held, float32)  # constant size, constant indices: registers
-        t = cuda.threadIdx.x
-        s = t // row_threads  # the block's row this thread works on
-        i = t % row_threads  # the thread's place among the row's threads
-        w = i // WARP
-        p = 0
+        a = cuda.local.array(held, float32)  # constant size, constant indices: registers
+        b = cuda.local.array(held, float32)
+        step = cuda.gridDim.x * block_rows
         first = cuda.blockIdx.x * block_rows
+        if prefetch:  # the first trip's row
+            load_row(xf, int64(min(first + cuda.threadIdx.x // row_threads, rows - 1)) * cols, cols,
+                     cuda.threadIdx.x % row_threads, a)
         while first < rows:  # the same trips for the whole block
-            r = first + s
-            start = int64(min(r, rows - 1)) * cols
-            raise NotImplementedError("Day 58: hold_row, warp_allmerge, lane 0 to the slots of parity p, a barrier, "
-                                      "merge the slots, store_row (14 lines)")
-            first += cuda.gridDim.x * block_rows
+            split_trip(xf, rows, cols, weight, bias, eps, outf, first, step, 0, a, b, slot_n, slot_mean, slot_m2)
+            first += step
+            if first >= rows:
+                break
+            split_trip(xf, rows, cols, weight, bias, eps, outf, first, step, 1, b, a, slot_n, slot_mean, slot_m2)
+            first += step
 
     return layernorm_split_rows_kernel
 
@@ -543,8 +591,8 @@ KERNELS = {"naive": (layernorm_three_pass_kernel, _SIG_NAIVE),
            "warp_rows.ragged": (make_warp_rows_kernel(4, False), _SIG_WARP),
            "warp_rows.1024": (make_warp_rows_kernel(8), _SIG_WARP),
            "optimized.split": (make_split_rows_kernel(
-               next(gr for gr in WARP_GROUPS if WARP_COLS <= WARP * SPLIT_WARPS * VEC * gr), SPLIT_WARPS, SPLIT_ROWS),
-               _SIG_WARP),
+               next(gr for gr in WARP_GROUPS if WARP_COLS <= WARP * SPLIT_WARPS * VEC * gr), SPLIT_WARPS, SPLIT_ROWS,
+               SPLIT_PREFETCH), _SIG_WARP),
            "optimized": (layernorm_welford_kernel, _SIG_WELFORD)}
 
 
@@ -568,7 +616,7 @@ def _split_resident_blocks(groups: int) -> int:
     """Blocks of the split kernel the whole GPU runs at once; 2 in the simulator (the slots' parity)."""
     if not ON_GPU:
         return 2
-    kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS)
+    kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS, SPLIT_PREFETCH)
     try:
         return int(kernel.compile(_SIG_WARP).max_cooperative_grid_blocks(SPLIT_WARPS * SPLIT_ROWS * WARP))
     except Exception:  # a numba-cuda without the occupancy query
@@ -621,7 +669,7 @@ def _warp_rows(x, weight, bias, eps, dispatch: bool = False):
                          "which dispatches by cols")
     if dispatch and split_takes(cols, wide_access):
         groups = split_groups(cols)
-        kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS)
+        kernel = make_split_rows_kernel(groups, SPLIT_WARPS, SPLIT_ROWS, SPLIT_PREFETCH)
         grid = max(1, min(-(-rows // SPLIT_ROWS), _split_resident_blocks(groups)))
         kernel[grid, SPLIT_WARPS * SPLIT_ROWS * WARP](d_x.reshape(rows * cols), rows, cols, d_w, d_b,
                                                       np.float32(eps), out.reshape(rows * cols))
