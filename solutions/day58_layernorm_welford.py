@@ -629,10 +629,10 @@ def make_split_rows_kernel(groups: int, row_warps: int, block_rows: int, prefetc
         its row in buf. Without prefetch, load_row fills buf first. Then row_stats, warp_allmerge, lane 0
         of each warp writes the warp's triple to slot[p, s, w] (w the warp within the row), ONE barrier,
         and every thread merges its row's row_warps slots in the same order (the same bits in every warp of
-        the row). With prefetch, load_row now fills nxt with the thread's share of the next trip's row
-        (first + step + s, clamped to the last row; none on the block's last trip): those loads fly
-        while this row is normalised and stored. Then rstd, and store_row from buf (nothing for a row past
-        the end, which loaded the last row again). The slots alternate with p between trips, so a fast warp writing the next trip's
+        the row). With prefetch, load_row now fills nxt with the thread's share of the next trip's row (first +
+        step + s, clamped to the last row; none on the block's last trip): those loads fly while this row is
+        normalised and stored. Then rstd, and store_row from buf (nothing for a row past the end, which loaded
+        the last row again). The slots alternate with p between trips, so a fast warp writing the next trip's
         triple never overwrites one a slow warp is still reading: the barrier of the trip between orders
         them (day 57's block kernel)."""
         t = cuda.threadIdx.x
@@ -640,7 +640,7 @@ def make_split_rows_kernel(groups: int, row_warps: int, block_rows: int, prefetc
         i = t % row_threads  # the thread's place among the row's threads
         r = first + s
         start = int64(min(r, rows - 1)) * cols
-        # EXERCISE: (load buf), row_stats, warp_allmerge, lane 0 to the slots of parity p, a barrier, merge the slots, (load nxt), store_row
+        # EXERCISE: (load buf), stats, warp merge, slots of parity p, barrier, merge slots, (load nxt), store_row
         if not prefetch:
             load_row(xf, start, cols, i, buf)
         n, mean, m2 = row_stats(cols, i, buf)

@@ -79,7 +79,8 @@ def test_tapered_bounds_cut_the_end_chunks(pieces):
                 assert len(part) == pieces + 1, f"{where}: an end chunk of {size} cut into {len(part)} pieces"
             lengths = [hi - lo for lo, hi in part]
             ordered = lengths if rising else lengths[::-1]
-            assert ordered == sorted(ordered), f"{where}: piece lengths {lengths} not {'rising' if rising else 'falling'}"
+            way = "rising" if rising else "falling"
+            assert ordered == sorted(ordered), f"{where}: piece lengths {lengths} not {way}"
             half = -(-size // (2 * align)) * align
             assert len(part) == 1 or ordered[-1] == half, (
                 f"{where}: the biggest piece of an end chunk of {size} is {ordered[-1]}, not half of it ({half}, "

@@ -121,7 +121,7 @@ def main() -> int:
                 row = {"pieces": len(bounds)}
                 # Numba-issued, plan made once
                 h_out[:] = np.nan
-                row["issued_ms"] = host_ms(lambda: d.issue(steps, d_x, d_out, a.iters))
+                row["issued_ms"] = host_ms(lambda steps=steps: d.issue(steps, d_x, d_out, a.iters))
                 d._verify(h_out, want, f"issued {chunks}+{taper}")
                 # one graph of the same steps
                 origin = cp.cuda.Stream(non_blocking=True)
@@ -134,7 +134,7 @@ def main() -> int:
                     origin.wait_event(s.record())
                 graph = origin.end_capture()
                 h_out[:] = np.nan
-                row["graph_ms"] = host_ms(lambda: graph.launch(stream=origin))
+                row["graph_ms"] = host_ms(lambda graph=graph, origin=origin: graph.launch(stream=origin))
                 d._verify(h_out, want, f"graph {chunks}+{taper}")
                 t0 = time.perf_counter()
                 graph.launch(stream=origin)

@@ -187,7 +187,8 @@ def main() -> int:
 
     report("optimized", opt)
     xf, of = dx.reshape(rows * cols), out.reshape(rows * cols)
-    for warps, brows, smt in itertools.product(*(map(int, v.split(",")) for v in (a.warps, a.block_rows, a.sm_threads))):
+    knobs = (a.warps, a.block_rows, a.sm_threads)
+    for warps, brows, smt in itertools.product(*(map(int, v.split(",")) for v in knobs)):
         groups = -(-cols // (d.WARP * warps * d.VEC))
         if groups not in d.WARP_GROUPS:
             groups = next(g for g in d.WARP_GROUPS if g >= groups)
@@ -204,7 +205,7 @@ def main() -> int:
             except Exception:  # noqa: BLE001 -- a numba-cuda without the query
                 regs = -1
             name = f"prefetch w{warps} r{brows} t{smt} (regs {regs}, grid {grid})"
-            report(name, lambda: kernel[grid, threads](xf, rows, cols, dw, db, np.float32(eps), of))
+            report(name, lambda k=kernel, gr=grid, th=threads: k[gr, th](xf, rows, cols, dw, db, np.float32(eps), of))
         except Exception as e:  # noqa: BLE001 -- one variant failing to compile is a row, not the end
             print(f"prefetch w{warps} r{brows} t{smt}: {type(e).__name__}: {e}", flush=True)
     if a.json:

@@ -91,9 +91,8 @@ What you write (each raises NotImplementedError with its hint until you do):
   _row_stats.row_stats                              n, the shifted sum, mean and M2 over the lane's registers (30
                                                     lines)
   make_warp_rows_kernel.layernorm_warp_rows_kernel  hold_row, warp_allmerge, rstd, store_row (4 lines)
-  make_split_rows_kernel.split_trip                 (load buf), row_stats, warp_allmerge, lane 0 to the slots of
-                                                    parity p, a barrier, merge the slots, (load nxt), store_row (17
-                                                    lines)
+  make_split_rows_kernel.split_trip                 (load buf), stats, warp merge, slots of parity p, barrier, merge
+                                                    slots, (load nxt), store_row (17 lines)
   optimized                                         check the inputs; _warp_rows(..., dispatch=True) up to WARP_COLS
                                                     columns, _welford_block beyond (4 lines)
 Everything else in this file is given. Grade with:  make check DAY=58
@@ -542,10 +541,10 @@ def make_split_rows_kernel(groups: int, row_warps: int, block_rows: int, prefetc
         its row in buf. Without prefetch, load_row fills buf first. Then row_stats, warp_allmerge, lane 0
         of each warp writes the warp's triple to slot[p, s, w] (w the warp within the row), ONE barrier,
         and every thread merges its row's row_warps slots in the same order (the same bits in every warp of
-        the row). With prefetch, load_row now fills nxt with the thread's share of the next trip's row
-        (first + step + s, clamped to the last row; none on the block's last trip): those loads fly
-        while this row is normalised and stored. Then rstd, and store_row from buf (nothing for a row past
-        the end, which loaded the last row again). The slots alternate with p between trips, so a fast warp writing the next trip's
+        the row). With prefetch, load_row now fills nxt with the thread's share of the next trip's row (first +
+        step + s, clamped to the last row; none on the block's last trip): those loads fly while this row is
+        normalised and stored. Then rstd, and store_row from buf (nothing for a row past the end, which loaded
+        the last row again). The slots alternate with p between trips, so a fast warp writing the next trip's
         triple never overwrites one a slow warp is still reading: the barrier of the trip between orders
         them (day 57's block kernel)."""
         t = cuda.threadIdx.x
@@ -553,8 +552,8 @@ def make_split_rows_kernel(groups: int, row_warps: int, block_rows: int, prefetc
         i = t % row_threads  # the thread's place among the row's threads
         r = first + s
         start = int64(min(r, rows - 1)) * cols
-        raise NotImplementedError("Day 58: (load buf), row_stats, warp_allmerge, lane 0 to the slots of parity p, a "
-                                  "barrier, merge the slots, (load nxt), store_row (17 lines)")
+        raise NotImplementedError("Day 58: (load buf), stats, warp merge, slots of parity p, barrier, merge slots, "
+                                  "(load nxt), store_row (17 lines)")
 
     @cuda.jit(**bounds)
     def layernorm_split_rows_kernel(xf, rows, cols, weight, bias, eps, outf):  # xf, outf (rows * cols,)
