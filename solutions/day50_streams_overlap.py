@@ -168,7 +168,7 @@ def tapered(bounds: list, pieces: int = TAPER) -> list:
     start stays aligned and a half is never shorter than what is left to cut); a range too short to halve
     keeps fewer pieces; fewer than three chunks, or pieces = 0: bounds unchanged. Still in order, no gap,
     no overlap, nothing empty."""
-    # EXERCISE: halves cut off the first chunk's top and the last's bottom, `pieces` times each (up to ALIGN)
+    # EXERCISE: cut halves (rounded up to ALIGN) off the first chunk's top and the last's bottom, `pieces` times
     if pieces == 0 or len(bounds) < 3:
         return list(bounds)
 

@@ -51,8 +51,8 @@ What you write (each raises NotImplementedError with its hint until you do):
   horner_kernel  grid-stride over [start, stop): clamp, halve, then `iters` Horner steps in float32 (11 lines)
   chunk_bounds   size = ceil(n / chunks) rounded up to ALIGN; (lo, min(lo + size, n)) for lo in steps of size (3
                  lines)
-  tapered        halves cut off the first chunk's top and the last's bottom, `pieces` times each (up to ALIGN) (16
-                 lines)
+  tapered        cut halves (rounded up to ALIGN) off the first chunk's top and the last's bottom, `pieces` times
+                 (16 lines)
   plan           one tuple per chunk of bounds: its range, its stream (round-robin) and the four views of its range
                  (4 lines)
   issue          per step: upload, launch on [lo, hi), download, all three on the step's stream (4 lines)
@@ -165,8 +165,8 @@ def tapered(bounds: list, pieces: int = TAPER) -> list:
     start stays aligned and a half is never shorter than what is left to cut); a range too short to halve
     keeps fewer pieces; fewer than three chunks, or pieces = 0: bounds unchanged. Still in order, no gap,
     no overlap, nothing empty."""
-    raise NotImplementedError("Day 50: halves cut off the first chunk's top and the last's bottom, `pieces` times each "
-                              "(up to ALIGN) (16 lines)")
+    raise NotImplementedError("Day 50: cut halves (rounded up to ALIGN) off the first chunk's top and the last's "
+                              "bottom, `pieces` times (16 lines)")
 
 
 def plan(x, out, d_x, d_out, streams, chunks: int = CHUNKS, bounds=None) -> list:
