@@ -5,7 +5,8 @@
 #   its own minutes and the log still says how far it got):
 #     paged_bound   day 89's "What bounds it" table (tools/paged_bound.py)
 #     streams       day 50's stage times at 2^26 floats, 128 FMAs an element, 16 to 48 chunks, and
-#                   the host's microseconds a chunk to plan and to issue
+#                   the host's microseconds a chunk to plan and to issue; the pipeline issued from Python
+#                   against one CUDA graph launch, by chunks and tapered ends (tools/day50_graph.py)
 #     engine        day 90's `make run` (decode-heavy) with its split, the prefill-heavy mix, fp16, the
 #                   host's hot spots under cProfile (tools/engine_profile.py), --gpus 1
 #     recheck       make bench of the rows a target hangs on, three times over (days 21 and 86)
@@ -52,7 +53,8 @@ for c in (16, 24, 32, 48):
     rows[c] = t = d.stage_times(x, 128, c, repeats=3)
     print(c, round(time.perf_counter() - t0, 1), 's:', {k: round(v, 3) if isinstance(v, float) else v for k, v in t.items()}, flush=True)
     json.dump({str(c): t for c, t in rows.items()}, open('$out/streams.json', 'w'), indent=1, default=float)
-" ;;
+"
+      step day50_graph "$limit" $py tools/day50_graph.py --chunks 16,24,32,48 --taper 0,2,3 --json "$out/day50_graph.json" ;;
     engine)
       step engine "$limit" $py -m course run
       # prefill-heavy: prompts 1..512, outputs 1..256 (replayed without the model: 326 paged steps against
