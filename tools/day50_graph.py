@@ -2,13 +2,13 @@
 
 The lesson's pipeline issues three Numba calls a chunk from Python, 100-300 us each, so the host is
 barely ahead of the copy engines and more, smaller chunks cost more than they save. Captured once into
-a CUDA graph (CuPy stream capture; the chunks' streams forked from the capturing stream and joined back
-to it by events), the whole pipeline is one launch: the host's cost a chunk goes to zero, and the
+a CUDA graph (the day's `capture`: CuPy stream capture, the chunks' streams forked from the capturing
+stream and joined back to it by events), the whole pipeline is one launch: the host's cost a chunk goes to zero, and the
 schedule alone decides the time. This script times, on one set of page-locked buffers:
 
   upload, download, both at once (the duplex bound), the Numba-issued pipeline (plan made once), and
   the graph of the same plan at several chunk counts, with the first and last chunk cut into halving
-  pieces (`taper` pieces at each end) so that the fill (the first upload alone) and the drain (the last
+  pieces (the day's `tapered`, `taper` cuts at each end) so that the fill (the first upload alone) and the drain (the last
   kernel and download alone) shrink without adding host work.
 
 Every timed result is checked against day 50's reference. Writes JSON with --json; exits 2 without a
@@ -26,35 +26,6 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]
 from course import ON_GPU  # noqa: E402
 
 
-def halving(lo: int, hi: int, pieces: int, align: int, ascending: bool) -> list:
-    """[lo, hi) cut into pieces + 1 parts of halving length (1/2, 1/4, ..., the last two equal), each
-    start aligned; smallest first when ascending. Fewer parts when the range is too short to cut."""
-    parts, rest_lo, rest_hi = [], lo, hi
-    for _ in range(pieces):
-        half = ((rest_hi - rest_lo) // 2 // align) * align
-        if half == 0:
-            break
-        if ascending:  # the big half goes last: cut from the top
-            parts.append((rest_hi - half, rest_hi))
-            rest_hi -= half
-        else:
-            parts.append((rest_lo, rest_lo + half))
-            rest_lo += half
-    parts.append((rest_lo, rest_hi))
-    return sorted(parts)
-
-
-def tapered_bounds(n: int, chunks: int, taper: int, align: int) -> list:
-    from solutions import day50_streams_overlap as d
-
-    base = d.chunk_bounds(n, chunks)
-    if taper == 0 or len(base) < 3:
-        return base
-    first = halving(*base[0], taper, align, ascending=True)
-    last = halving(*base[-1], taper, align, ascending=False)
-    return first + base[1:-1] + last
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=1 << 26)
@@ -67,7 +38,6 @@ def main() -> int:
     if not ON_GPU:
         print("day50_graph needs a CUDA GPU", file=sys.stderr)
         return 2
-    import cupy as cp
 
     from course import cuda
     from solutions import day50_streams_overlap as d
@@ -76,8 +46,7 @@ def main() -> int:
     want = d.reference(x, a.iters)
     rows = {}
     with d._buffers(x) as (h_in, h_out, d_x, d_out, _):
-        cps = [cp.cuda.Stream(non_blocking=True) for _ in range(d.STREAMS)]
-        streams = [cuda.external_stream(s.ptr) for s in cps]
+        cps, streams = d.graph_streams()
         up, down = streams[0], streams[1]
         base = {
             "upload_ms": d._event_ms(lambda: d_x.copy_to_device(h_in), a.repeats),
@@ -111,28 +80,18 @@ def main() -> int:
         print("base", {k: round(v, 3) for k, v in base.items()}, flush=True)
         for chunks in (int(c) for c in a.chunks.split(",")):
             for taper in (int(t) for t in a.taper.split(",")):
-                bounds = tapered_bounds(a.n, chunks, taper, d.ALIGN)
+                bounds = d.tapered(d.chunk_bounds(a.n, chunks), taper)
                 assert bounds[0][0] == 0 and bounds[-1][1] == a.n
                 assert all(b[1] == c[0] for b, c in zip(bounds, bounds[1:]))
-                steps = []
-                for k, (lo, hi) in enumerate(bounds):
-                    steps.append((lo, hi, streams[k % len(streams)], h_in[lo:hi], d_x[lo:hi], d_out[lo:hi],
-                                  h_out[lo:hi]))
+                steps = d.plan(h_in, h_out, d_x, d_out, streams, bounds=bounds)
                 row = {"pieces": len(bounds)}
                 # Numba-issued, plan made once
                 h_out[:] = np.nan
                 row["issued_ms"] = host_ms(lambda steps=steps: d.issue(steps, d_x, d_out, a.iters))
                 d._verify(h_out, want, f"issued {chunks}+{taper}")
                 # one graph of the same steps
-                origin = cp.cuda.Stream(non_blocking=True)
-                origin.begin_capture()
-                fork = origin.record()
-                for s in cps:
-                    s.wait_event(fork)
-                d.issue(steps, d_x, d_out, a.iters)
-                for s in cps:
-                    origin.wait_event(s.record())
-                graph = origin.end_capture()
+                graph = d.capture(steps, d_x, d_out, a.iters, cps)
+                origin = cps[0]
                 h_out[:] = np.nan
                 row["graph_ms"] = host_ms(lambda graph=graph, origin=origin: graph.launch(stream=origin))
                 d._verify(h_out, want, f"graph {chunks}+{taper}")
