@@ -8,8 +8,8 @@ schedule alone decides the time. This script times, on one set of page-locked bu
 
   upload, download, both at once (the duplex bound), the Numba-issued pipeline (plan made once), and
   the graph of the same plan at several chunk counts, with the first and last chunk cut into halving
-  pieces (the day's `tapered`, `taper` cuts at each end) so that the fill (the first upload alone) and the drain (the last
-  kernel and download alone) shrink without adding host work.
+  pieces (the day's `tapered`, `taper` cuts at each end) so that the fill (the first upload alone) and
+  the drain (the last kernel and download alone) shrink without adding host work.
 
 Every timed result is checked against day 50's reference. Writes JSON with --json; exits 2 without a
 GPU.
