@@ -76,7 +76,8 @@ ITERS = 1024  # FMAs per element at bench sizes: the kernel's time comparable to
 CHUNKS = 24
 STREAMS = 4  # three stages in flight at once need three streams; a fourth gives the host slack
 # The graph's plan: GRAPH_CHUNKS chunks, each end chunk cut into TAPER + 1 halving pieces (tapered). With
-# no host cost a chunk, more chunks pay: 32 + 2 measured 1.13x the upload alone on an H100 host, 24 + 2 1.18x.
+# no host cost a chunk, more chunks pay: 32 + 2 measured 1.13x the upload alone on an H100 host, 24 + 2
+# 1.18x; on another, whose link was the limit, 1.17x from 24 chunks up, tapered or not (the lesson).
 GRAPH_CHUNKS = 32
 TAPER = 2
 ALIGN = 256  # chunk starts on 1 KB boundaries (and whole blocks of THREADS)
@@ -353,8 +354,7 @@ def stage_times(x, iters, chunks: int = CHUNKS, repeats: int = 5, graph_chunks: 
     once beforehand, as the buffers are; unplanned_ms making it on every call), the host's
     microseconds a chunk to plan and to issue, of the same pipeline captured once as a CUDA graph with
     its end chunks tapered (graph_ms: replays of capture(...) on tapered(chunk_bounds(n, graph_chunks),
-    taper)),
-    and of the naive version from pageable memory; the ratio the day aims at (overlapped / longest stage,
+    taper)), and of the naive version from pageable memory; the ratio the day aims at (overlapped / longest stage,
     and graph / longest stage: target <= 1.15), the pipelines against their bound (the longest stage or
     the duplex copies, whichever is longer) and the copy rates. Verifies what it timed."""
     _need_gpu("stage_times")

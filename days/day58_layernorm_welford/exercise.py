@@ -157,8 +157,9 @@ SPLIT_FROM = 1024
 SPLIT_WARPS = 8
 SPLIT_ROWS = 1
 SPLIT_PREFETCH = True  # the next row's loads issued before this row's stores
-# Threads an SM the split kernel's register cap is set for: 768 = 3 blocks of 256 at <= 85 registers (80
-# with the prefetch at 8 warps a row); 1024 would cap it at 64.
+# Threads an SM the split kernel's register cap is set for: 512 caps a thread at 128 registers; the
+# prefetching kernel at 8 warps a row takes 80 (ptxas on an H100), so 3 blocks of 256 still fit. At 768 (a
+# cap of 85) ptxas spills 8 bytes a thread for the same time; 1024 would cap it at 64.
 SPLIT_SM_THREADS = 512
 ZERO = float32(0.0)
 ONE = float32(1.0)
