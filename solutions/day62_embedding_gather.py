@@ -17,20 +17,28 @@ launched). Device ids cannot be checked without a copy or a reduction (a synchro
 kernels check each id once (a compare a row, free) and fill a row whose id is outside [0, vocab) with
 NaN (the rows of the others are right). torch stops the kernel with a device-side assert instead.
 
-v1 naive      one thread per output element (t, c) = divmod(i, hidden): each thread loads ids[t] itself,
-              so every id is read hidden times (a 4-byte load of ids per 4-byte element of the row: the
-              L1 serves the repeats, but the load instructions double), and the element is a 4-byte
-              load and store (a warp's request: 4 sectors, 128 bytes).
-v2 optimized  a warp per token row, two rows a warp at once: every lane loads the row's id (32 lanes on
-              one address: one request, one sector, a broadcast), so an id is read once; the row is
-              copied in quads (16 bytes a lane: course.wide.load4/store4, a warp's request 16 sectors,
-              512 bytes), two quads of each of the two rows loaded before any is stored: 64 bytes a
-              lane in flight. A grid-stride loop over pairs of rows. Rows whose words are not a
-              multiple of 4 (float32 hidden % 4 != 0, float16 hidden % 8 != 0) cannot start every row on
-              the 16-byte grid: they take the same warp-per-row kernel with 4-byte (or 2-byte) words,
-              two words of each row a lane in flight, then the row's tail.
-library       torch.nn.functional.embedding(ids, table) on the GPU (a row of the table where torch is
-              installed).
+v1 naive        one thread per output element (t, c) = divmod(i, hidden): each thread loads ids[t]
+                itself, so every id is read hidden times (a 4-byte load of ids per 4-byte element of the
+                row: the L1 serves the repeats, but the load instructions double), and the element is a
+                4-byte load and store (a warp's request: 4 sectors, 128 bytes).
+v2 warp_per_row  a warp per token row, two rows a warp at once: every lane loads the row's id (32 lanes on
+                one address: one request, one sector, a broadcast), so an id is read once; the row is
+                copied in quads (16 bytes a lane: course.wide.load4/store4, a warp's request 16 sectors,
+                512 bytes), two quads of each of the two rows loaded before any is stored: 64 bytes a
+                lane in flight. A grid-stride loop over pairs of rows. Rows whose words are not a
+                multiple of 4 (float32 hidden % 4 != 0, float16 hidden % 8 != 0) cannot start every row on
+                the 16-byte grid: they take the same warp-per-row kernel with 4-byte (or 2-byte) words,
+                two words of each row a lane in flight, then the row's tail.
+v3 optimized    a block per token row (grid = tokens): the block scheduler starts blocks in order, so
+                the grid sweeps the output front to back, ~1000 rows in flight at a time instead of
+                v2's ~6000 pairs spread over the whole output; each thread copies QUADS = 4 quads of the
+                row (all four loads, then the stores: 64 bytes a lane in flight), its warp reading the
+                id once (a broadcast), and the block is as wide as the row needs (row_threads: 256
+                threads at hidden 4096 float32, 128 in float16). No grid-stride loop, no pair of rows:
+                a thread holds 4 quads and an id, so more warps fit an SM than v2's 24. Rows off the
+                16-byte grid take v2's word kernel.
+library         torch.nn.functional.embedding(ids, table) on the GPU (a row of the table where torch is
+                installed).
 
 Napkin math (H200, device copy ~4.2 TB/s read + write): a token moves hidden x itemsize bytes read and
 the same written (+ its 4-byte id): 32 KB a token at hidden 4096 float32.
@@ -59,12 +67,14 @@ from course import cuda, launch, wide
 from solutions.day25_reduction_last_warp import WARP
 from solutions.day26_reduction_grid_stride import _address
 
-TITLE = "Embedding gather: a warp per token row"
+TITLE = "Embedding gather: a warp, then a block, per token row"
 MEMORY_SPACE = "global"
-VERSIONS = ("naive", "optimized")
+VERSIONS = ("naive", "warp_per_row", "optimized")
 VEC = wide.WIDTH  # words in one 16-byte access
 THREADS = 256  # 8 warps a block
 BLOCKS_PER_SM = 8  # 64 warps an SM at most; fewer where the registers do not fit them
+QUADS = 4  # optimized: 16-byte quads a thread copies of its block's row, all four loads before a store
+assert QUADS == 4, "QUADS: gather_block_row_kernel's copy loop is written out for four quads a step"
 ROWS = 2  # token rows a warp copies at once: the kernels copy a pair (warp_rows), so 2 only
 assert ROWS == 2, "ROWS: the gather kernels copy a pair of rows a trip (warp_rows); no other count"
 DTYPES = ("float32", "float16")
@@ -76,6 +86,7 @@ TEST_SIZES = (
     (1, 1, 1), (7, 3, 5), (11, 4, 13), (5, 5, 2), (97, 127, 7), (13, 129, 3), (10, 4097, 2),
     (40, 128, 37, "repeats"), (6, 4, 131),
     (9, 3, 5, "float16"), (9, 6, 7, "float16"), (20, 8, 11, "float16"), (9, 136, 3, "float16", "repeats"),
+    (7, 520, 3), (5, 2048, 2), (9, 1040, 3, "float16"),  # v3: 4 quads a thread, then the row's last quads
     (64, 256, 16),  # last: the traffic table's size (whole warps, 2 quads a lane a row)
 )
 # Llama-2's vocabulary and a long batch (512 MB moved: 9x the L2), Llama-3's 128k vocabulary with a
@@ -273,12 +284,58 @@ def make_gather_kernel(wide_access: bool):
     return gather_rows_words_kernel
 
 
+# ---- v3: a block per token row, the rows in order ---------------------------------------------------
+
+@cuda.jit
+def gather_block_row_kernel(table, ids, out, bad):  # table (vocab, words), out (tokens, words): uint32
+    """Block t copies token row t (grid = tokens: the block scheduler starts the rows in order, so the
+    grid sweeps the output front to back). Every thread loads ids[t] (a warp's 32 lanes on one address:
+    one request, a broadcast) and checks it; thread i then copies quads q = i, i + T, i + 2T, i + 3T
+    (T = blockDim.x) while q + 3T < nq: the QUADS loads first, then the QUADS stores; then the row's
+    remaining quads one at a time (q < nq). A row whose id is outside [0, vocab) reads row 0 and is
+    then overwritten with bad by the same threads (their own program order puts the fill last)."""
+    vocab, words = table.shape
+    nq = words // VEC
+    t = cuda.blockIdx.x
+    step = cuda.blockDim.x
+    tok = ids[t]
+    ok = 0 <= tok < vocab
+    src = tok if ok else 0
+    q = cuda.threadIdx.x
+    # EXERCISE: QUADS quads a thread a step (the four loads, then the four stores), then the rest one at a time
+    while q + (QUADS - 1) * step < nq:
+        a0 = wide.load4(table, src, VEC * q)
+        a1 = wide.load4(table, src, VEC * (q + step))
+        a2 = wide.load4(table, src, VEC * (q + 2 * step))
+        a3 = wide.load4(table, src, VEC * (q + 3 * step))
+        wide.store4(out, t, VEC * q, a0)
+        wide.store4(out, t, VEC * (q + step), a1)
+        wide.store4(out, t, VEC * (q + 2 * step), a2)
+        wide.store4(out, t, VEC * (q + 3 * step), a3)
+        q += QUADS * step
+    while q < nq:  # the row's last quads, fewer than QUADS a thread
+        wide.store4(out, t, VEC * q, wide.load4(table, src, VEC * q))
+        q += step
+    # END EXERCISE
+    if not ok:
+        q = cuda.threadIdx.x
+        while q < nq:
+            wide.store4(out, t, VEC * q, (bad, bad, bad, bad))
+            q += step
+
+
+def row_threads(nq: int) -> int:
+    """The block size for rows of nq quads: QUADS quads a thread, in whole warps, 32 to THREADS."""
+    return min(THREADS, max(WARP, (nq // QUADS) // WARP * WARP))
+
+
 _SIG = "void(uint32[:, ::1], int32[::1], uint32[:, ::1], uint32)"
 KERNELS = {
     "naive": (gather_naive_kernel, _SIG),
     "naive.fp16": (gather_naive_kernel, "void(uint16[:, ::1], int32[::1], uint16[:, ::1], uint32)"),  # an fp16 element
-    "optimized": (make_gather_kernel(True), _SIG),
-    "optimized.words": (make_gather_kernel(False), _SIG),
+    "warp_per_row": (make_gather_kernel(True), _SIG),
+    "optimized": (gather_block_row_kernel, _SIG),
+    "optimized.words": (make_gather_kernel(False), _SIG),  # both versions' rows off the 16-byte grid
 }
 
 
@@ -315,7 +372,9 @@ def naive(table, ids):
     return launch.result(out, table, ids)
 
 
-def optimized(table, ids):
+def _gather(table, ids, block_rows: bool):
+    """warp_per_row (block_rows False) or optimized (True): the same checks, output and word view; rows
+    off the 16-byte grid take the warp-per-row word kernel in both."""
     check_inputs(table, ids)
     d_table, d_ids = launch.to_device(table, ids)
     hidden, tokens = table.shape[1], ids.shape[0]
@@ -331,15 +390,26 @@ def optimized(table, ids):
     # Every row on the 16-byte grid: a row a multiple of 16 bytes and the table (a device view may start
     # anywhere) 16-byte aligned; the output is a fresh allocation.
     wide_access = words % VEC == 0 and word == np.uint32 and _address(d_table) % 16 == 0
+    args = (_words(d_table, word), d_ids, _words(out, word), np.uint32(bad))  # uint32, as KERNELS compiles it
+    if block_rows and wide_access:
+        gather_block_row_kernel[tokens, row_threads(words // VEC)](*args)
+        return launch.result(out, table, ids)
     warps = -(-tokens // ROWS)
     threads = min(THREADS, WARP * warps)
     kernel = make_gather_kernel(wide_access)
-    args = (_words(d_table, word), d_ids, _words(out, word), np.uint32(bad))  # uint32, as KERNELS compiles it
     # No more blocks an SM than its registers let in (3 of 256 threads at 66 registers): a grid of 8 an
     # SM would run as waves, the last one part-full.
     per_sm = launch.resident_blocks(kernel, threads, *args, most=BLOCKS_PER_SM)
     kernel[launch.grid_stride_blocks(WARP * warps, threads, per_sm), threads](*args)
     return launch.result(out, table, ids)
+
+
+def warp_per_row(table, ids):
+    return _gather(table, ids, block_rows=False)
+
+
+def optimized(table, ids):
+    return _gather(table, ids, block_rows=True)
 
 
 def library(table, ids):

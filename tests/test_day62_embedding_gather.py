@@ -1,5 +1,6 @@
 """Day 62 grader: embedding gather, one thread per element (the id re-read for every element) vs a warp
-per token row (the id read once, 16-byte accesses, two rows of a warp in flight)."""
+per token row (the id read once, 16-byte accesses, two rows of a warp in flight) vs a block per token row
+(the rows in order, four 16-byte quads a thread in flight)."""
 
 import numpy as np
 import pytest
@@ -105,23 +106,25 @@ def test_device_view_off_the_16_byte_grid():
     assert np.array_equal(got, table[ids]), "optimized: a table view off the 16-byte grid gave wrong rows"
 
 
+@pytest.mark.parametrize("version", ("warp_per_row", "optimized"))
 @pytest.mark.parametrize("hidden", (256, 512))
-def test_optimized_reads_each_id_once_and_16_bytes_a_lane(hidden):
-    """A warp per row: the table's rows in 16-byte requests (16 sectors a warp) and each id loaded by one
-    request (the whole warp on one address: a broadcast); 16-byte stores."""
+def test_optimized_reads_each_id_once_and_16_bytes_a_lane(hidden, version):
+    """A warp (or, at these widths, a one-warp block) per row: the table's rows in 16-byte requests (16
+    sectors a warp) and each id loaded by one request (the whole warp on one address: a broadcast);
+    16-byte stores."""
     tokens = 16
-    t = g.traffic("optimized", (64, hidden, tokens))
+    t = g.traffic(version, (64, hidden, tokens))
     table_requests = tokens * hidden // (4 * 32)  # a warp's 16-byte request covers 128 floats
     id_requests = t.global_load_requests - table_requests
     assert t.sectors_per_store >= 15.9, (
-        f"optimized: {t.sectors_per_store:.1f} sectors a store request; store 16 bytes a lane (wide.store4)")
-    assert t.global_load_requests >= table_requests, "optimized: fewer load requests than the rows need"
+        f"{version}: {t.sectors_per_store:.1f} sectors a store request; store 16 bytes a lane (wide.store4)")
+    assert t.global_load_requests >= table_requests, f"{version}: fewer load requests than the rows need"
     assert id_requests <= tokens, (
-        f"optimized: {t.global_load_requests} load requests, {table_requests} for the rows with 16-byte "
+        f"{version}: {t.global_load_requests} load requests, {table_requests} for the rows with 16-byte "
         f"loads: {id_requests} for {tokens} ids. Read each id once a row (not once a quad), the rows in "
         "16-byte loads (wide.load4)")
     assert t.global_load_sectors <= tokens * hidden * 4 // 32 + tokens, (
-        f"optimized: {t.global_load_sectors} sectors loaded, the rows need {tokens * hidden * 4 // 32}")
+        f"{version}: {t.global_load_sectors} sectors loaded, the rows need {tokens * hidden * 4 // 32}")
 
 
 def test_naive_reads_the_id_for_every_element():
@@ -136,15 +139,17 @@ def test_naive_reads_the_id_for_every_element():
     assert t.sectors_per_store <= 4.1, f"naive: {t.sectors_per_store:.1f} sectors a store; 4 bytes a lane"
 
 
-def test_optimized_compiles_to_16_byte_accesses():
-    """The 16-byte kernel: vector loads and stores, several loads issued before a store, no local memory;
-    the naive kernel has no vector access."""
-    rep = g.report("optimized")
-    assert rep.count("vector ld/st") >= 2, "optimized: no ld.v4 / st.v4: copy the rows with wide.load4/store4"
-    assert rep.loads_in_flight >= 2, (
-        f"optimized: {rep.loads_in_flight} load(s) before the first store; issue a lane's loads (several "
-        "quads, two rows) before its stores, so the latency is paid once for all")
-    assert not rep.uses_local_memory, f"optimized: {rep.stack_bytes} bytes of stack (local memory)"
+@pytest.mark.parametrize("version", ("warp_per_row", "optimized"))
+def test_optimized_compiles_to_16_byte_accesses(version):
+    """The 16-byte kernels: vector loads and stores, several loads issued before a store (two quads of
+    two rows; four quads of one), no local memory; the naive kernel has no vector access."""
+    rep = g.report(version)
+    assert rep.count("vector ld/st") >= 2, f"{version}: no ld.v4 / st.v4: copy the rows with wide.load4/store4"
+    least = 4 if version == "optimized" else 2
+    assert rep.loads_in_flight >= least, (
+        f"{version}: {rep.loads_in_flight} load(s) before the first store; issue a lane's loads (several "
+        f"quads: {least} at least) before its stores, so the latency is paid once for all")
+    assert not rep.uses_local_memory, f"{version}: {rep.stack_bytes} bytes of stack (local memory)"
     assert g.report("naive").count("vector ld/st") == 0
 
 
@@ -158,8 +163,9 @@ def test_word_kernel_compiles():
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", sol.BENCH_SIZES + ((50000, 4097, 1021), (32000, 4100, 3001, "float16")),
                          ids=["32k-16k", "128k-4k", "32k-16k-fp16", "4097", "fp16-4100"])
-def test_large(n):
-    g.run_and_compare("optimized", n)
+@pytest.mark.parametrize("version", ("warp_per_row", "optimized"))
+def test_large(n, version):
+    g.run_and_compare(version, n)
 
 
 @pytest.mark.gpu
