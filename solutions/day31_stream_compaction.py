@@ -931,6 +931,38 @@ def pipelined(x, threshold):
     return _run_one_pass("pipelined", x, threshold)
 
 
+def direct_on_device(x, threshold):
+    """direct's kernel behind CUB's interface (cub::DeviceSelect::If): returns (out, count), out the
+    (n,) buffer whose first count[0] elements are the kept ones in order (the rest undefined), count a
+    (1,) int32 device array. Nothing is read back and nothing waits: the caller goes on on the device
+    (a next kernel reads the count, as day 37's frontier does). `make bench` times it by CUDA events
+    beside direct's whole call: the difference is what reading the length back costs (a BENCH_VERSIONS
+    row, graded by this day's own tests: its result is not an array)."""
+    t = _check(x, threshold)
+    d_x = x if launch.is_device_array(x) else launch.to_device(x)[0]
+    n = x.shape[0]
+    out = launch.pooled_empty((n,), np.float32)
+    if n == 0:
+        count = launch.scratch((1,), np.int32)
+        launch.zero(count)
+        return out, count
+    steps, (counter, _, index) = _one_pass("direct", d_x, t, out)
+    for step, args in steps:
+        step(*args)
+    return out, counter[index:index + 1]  # the counter's scratch is this call's own (CuPy's pool)
+
+
+BENCH_VERSIONS = ("direct_on_device",)  # timed after VERSIONS; not graded by the course-wide tests
+
+
+def bench_output(version, got):
+    """What `make bench` compares with the reference: direct_on_device's kept prefix."""
+    if version == "direct_on_device":
+        out, count = got
+        return out[:_kept(count)]
+    return got
+
+
 def library(x, threshold):
     """CuPy's boolean-mask indexing (a scan and a scatter in CUB, a synchronisation for the count)."""
     import cupy

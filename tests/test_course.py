@@ -648,10 +648,9 @@ def test_resident_blocks_asks_the_driver():
     assert len(_big_shared_kernel.overloads) == 1
 
 
-def test_bench_run_with_prepared_inputs_end_to_end(monkeypatch):
-    """bench.run's whole path (inputs made elsewhere, every version timed, re-checked and rated, where
-    its seconds went) with the simulator standing in for the GPU and a stand-in clock: what a GPU
-    visit runs, short of the CUDA events."""
+def _stand_in_gpu(monkeypatch):
+    """bench.run with the simulator standing in for the GPU and a stand-in clock (2 ms a call, the
+    copy rate 1000 GB/s): its whole path short of the CUDA events."""
     from types import SimpleNamespace
 
     from course import bench
@@ -672,6 +671,13 @@ def test_bench_run_with_prepared_inputs_end_to_end(monkeypatch):
     monkeypatch.setattr(bench, "_PEAKS", {})  # the stand-in rate never outlives the test
     if not course.ON_GPU:  # the simulator's device has no name; a GPU's is used as it is
         monkeypatch.setattr(bench.cuda, "get_current_device", lambda: SimpleNamespace(name=b"stand-in"))
+    return bench
+
+
+def test_bench_run_with_prepared_inputs_end_to_end(monkeypatch):
+    """bench.run's whole path (inputs made elsewhere, every version timed, re-checked and rated, where
+    its seconds went): what a GPU visit runs, short of the CUDA events."""
+    bench = _stand_in_gpu(monkeypatch)
     sol = days.load_solution(1)
     prepared = bench.prepare(sol, 1000)
     steps = []
@@ -685,6 +691,30 @@ def test_bench_run_with_prepared_inputs_end_to_end(monkeypatch):
     wrong = bench.Prepared(prepared.inputs, prepared.expected * 2, prepared.nbytes, prepared.flops)
     result = bench.run(1, 1000, prepared=wrong, with_library=False)
     assert all(r.checked != "ok" for r in result.rows)
+
+
+def test_bench_times_a_days_bench_versions_after_its_graded_ones(monkeypatch):
+    """BENCH_VERSIONS (day 31's direct_on_device: the kept elements and their count, both left on the
+    device) are timed after VERSIONS and re-checked through the day's bench_output; a wrong count fails
+    the re-check."""
+    bench = _stand_in_gpu(monkeypatch)
+    sol = days.load_solution(31)
+    assert sol.BENCH_VERSIONS == ("direct_on_device",)
+    monkeypatch.setattr(sol, "VERSIONS", ("direct",))  # the graded ones cut to one (naive's check needs CuPy)
+    result = bench.run(31, 1000, with_library=False)
+    assert [r.version for r in result.rows] == ["direct", "direct_on_device"]
+    assert all(r.checked == "ok" for r in result.rows), [(r.version, r.checked) for r in result.rows]
+    real = sol.direct_on_device
+
+    def count_one_short(x, threshold):
+        out, count = real(x, threshold)
+        return out, cuda.to_device(checking.to_host(count) - 1)
+
+    monkeypatch.setattr(sol, "direct_on_device", count_one_short)
+    target = days.load_target(31)
+    monkeypatch.setattr(target, "direct_on_device", count_one_short)
+    result = bench.run(31, 1000, versions=["direct_on_device"], with_library=False)
+    assert result.rows[0].checked != "ok", result.rows[0].checked
 
 
 def test_a_peak_measured_moments_ago_is_reused(monkeypatch):
@@ -726,6 +756,25 @@ def test_a_slow_version_counts_its_last_warm_up_as_a_sample():
     ms, _ = bench.Timer().time(slow)
     assert len(calls) == 2 + bench.SLOW_REPEATS - 1, f"{len(calls)} calls"
     assert bench.SLOW_MS < ms < bench.SLOW_MS * 1.3, ms
+
+
+@pytest.mark.gpu
+def test_the_wall_clock_probe_ignores_a_single_stall():
+    """Timer.waits_for_gpu: a call that synchronizes waits at every probe (timed by the wall clock);
+    one whose first call stalls on the host past the probe's spin, and never again, is not."""
+    import time
+
+    from course import bench
+
+    timer = bench.Timer()
+    stalls = [20e-3]  # four times the probe's 5 ms spin
+
+    def stalls_once():
+        time.sleep(stalls.pop() if stalls else 0.0)
+
+    assert timer.waits_for_gpu(cuda.synchronize)
+    assert not timer.waits_for_gpu(stalls_once)
+    assert not stalls, "the stalling call was never probed"
 
 
 def test_cuda_array_interface_sync_is_off():

@@ -77,6 +77,29 @@ def test_device_in_device_out(version):
     checking.assert_matches(host, expected, rtol=0.0, name=f"{version}(device)")
 
 
+@pytest.mark.parametrize("n", (1, 255, 4097, 9001, (1300, "all"), (1301, "one"), (700, "none"))
+                         + sol.DIRECT_SIZES[:2], ids=str)
+def test_direct_on_device_leaves_the_count_on_the_device(n):
+    """direct_on_device (CUB's interface): the (n,) output buffer and a (1,) int32 count, both on the
+    device; the buffer's first count elements are the kept ones, in order."""
+    g.require_implemented("direct")
+    (x, threshold), seed = g.inputs(n, "direct_on_device")
+    out, count = g.target.direct_on_device(cuda.to_device(x), threshold)
+    assert not isinstance(out, np.ndarray) and not isinstance(count, np.ndarray), "both must stay on the device"
+    assert count.shape == (1,) and count.dtype == np.int32, f"count: {count.shape} {count.dtype}"
+    assert out.shape == x.shape, f"out: {out.shape}, expected the whole buffer {x.shape}"
+    want = sol.reference(x, threshold)
+    kept = int(checking.to_host(count)[0])
+    assert kept == want.shape[0], f"count {kept}, expected {want.shape[0]} (make_inputs({n!r}, seed={seed}))"
+    checking.assert_matches(checking.to_host(out)[:kept], want, rtol=0.0, name=f"direct_on_device(n={n})")
+
+
+def test_direct_on_device_of_nothing():
+    g.require_implemented("direct")
+    out, count = g.target.direct_on_device(cuda.to_device(np.zeros(0, np.float32)), 0.5)
+    assert out.shape == (0,) and int(checking.to_host(count)[0]) == 0
+
+
 @pytest.mark.parametrize("offset", [1, 2, 3])
 def test_optimized_takes_a_view_off_the_16_byte_grid(offset):
     """x[offset:] of a device array starts 4, 8 or 12 bytes into a 16-byte line: a float4 load at x[0]

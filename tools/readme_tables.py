@@ -1,4 +1,4 @@
-"""Rebuild the README's syllabus and results tables from the days and results/h200/*.json.
+"""Rebuild the README's syllabus and results tables from the days and results/{h200,h100}/*.json.
 
     python tools/readme_tables.py            # rewrites README.md between the table markers
 """
@@ -29,26 +29,52 @@ def syllabus() -> str:
     return "\n".join(lines)
 
 
+_PEAK_SHORT = {"device copy": "copy", "cuBLAS FP32 GEMM": "FP32 GEMM", "cuBLAS FP16 GEMM": "FP16 GEMM"}
+CARDS = ("h200", "h100")  # the columns, left to right: results/<card>/day*.json
+
+
+def _cell(r: dict, row: dict | None) -> str:
+    """One card's time and share of its peak, e.g. "211.9 µs, 90 % copy"; a dash where it has no row."""
+    if row is None:
+        return "—"
+    wall = " (wall)" if row.get("clock") == "wall" else ""  # course.bench: the call waits on the GPU
+    stale = " (earlier kernel)" if row["version"] in r.get("stale", {}) else ""
+    peak = _PEAK_SHORT.get(r["peak_name"], r["peak_name"])
+    return f"{row['ms'] * 1e3:,.1f} µs{wall}, {row['pct_peak']:.0f} % {peak}{stale}"
+
+
+def _merged_keys(lists: list[list[tuple]]) -> list[tuple]:
+    """Every (version, size) key of the cards' rows, in the first card's order, a key only another card
+    has placed after the key it follows there."""
+    merged: list[tuple] = []
+    for keys in lists:
+        for i, key in enumerate(keys):
+            if key in merged:
+                continue
+            before = next((k for k in reversed(keys[:i]) if k in merged), None)
+            merged.insert(merged.index(before) + 1 if before is not None else len(merged), key)
+    return merged
+
+
 def results() -> str:
-    files = sorted((ROOT / "results" / "h200").glob("day*.json"))
-    if not files:
+    # A day's benchmark is results/<card>/<slug>.json; other day*.json there are experiments' (day31_look_back).
+    known = {d.slug for d in days.all_days()}
+    slugs = sorted({f.stem for card in CARDS for f in (ROOT / "results" / card).glob("day*.json")} & known)
+    if not slugs:
         return "_No GPU results recorded yet._"
-    lines = ["| day | version | time | rate | % of peak | speedup |", "| --- | --- | --- | --- | --- | --- |"]
-    for f in files:
-        r = json.loads(f.read_text())
-        unit = "GB/s" if r["bound"] == "memory" else "TFLOP/s"
-        sizes = {json.dumps(row["n"]) for row in r["rows"]}
-        # Versions whose kernel changed after this run (a JSON's "stale": {version: what changed}): the
-        # row stays, labelled, until the next `make bench` rewrites the file without the key.
-        stale = r.get("stale", {})
-        for row in r["rows"]:
-            rate = row["gbps"] if r["bound"] == "memory" else row["tflops"]
-            wall = " (wall)" if row.get("clock") == "wall" else ""  # course.bench: the call waits on the GPU
+    lines = ["| day | version | H200 | H100 | speedup (H200 / H100) |", "| --- | --- | --- | --- | --- |"]
+    for slug in slugs:
+        runs = {card: json.loads(f.read_text()) for card in CARDS if (f := ROOT / "results" / card / f"{slug}.json").exists()}
+        rows = {card: {(row["version"], json.dumps(row["n"])): row for row in r["rows"]} for card, r in runs.items()}
+        keys = _merged_keys([list(rows[card]) for card in CARDS if card in rows])
+        sizes = {size for _, size in keys}
+        for version, size in keys:
             # A day timed at several sizes (course.bench.run_sizes) names the size in each row.
-            version = row["version"] if len(sizes) == 1 else f"{row['version']}, {_size(row['n'])}"
-            version += " (earlier kernel)" if row["version"] in stale else ""
-            lines.append(f"| {r['day'][3:5]} | {version} | {row['ms'] * 1e3:,.1f} µs{wall} | "
-                         f"{rate:,.0f} {unit} | {row['pct_peak']:.0f} % of {r['peak_name']} | {_speedup(row)} |")
+            label = version if len(sizes) == 1 else f"{version}, {_size(json.loads(size))}"
+            found = {card: rows.get(card, {}).get((version, size)) for card in CARDS}
+            cells = [_cell(runs[card], found[card]) if card in runs else "—" for card in CARDS]
+            speedups = " / ".join(_speedup(found[card]) if found[card] else "—" for card in CARDS)
+            lines.append(f"| {slug[3:5]} | {label} | {' | '.join(cells)} | {speedups} |")
     return "\n".join(lines)
 
 
