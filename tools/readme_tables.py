@@ -64,7 +64,8 @@ def results() -> str:
         return "_No GPU results recorded yet._"
     lines = ["| day | version | H200 | H100 | speedup (H200 / H100) |", "| --- | --- | --- | --- | --- |"]
     for slug in slugs:
-        runs = {card: json.loads(f.read_text()) for card in CARDS if (f := ROOT / "results" / card / f"{slug}.json").exists()}
+        files = {card: ROOT / "results" / card / f"{slug}.json" for card in CARDS}
+        runs = {card: json.loads(f.read_text()) for card, f in files.items() if f.exists()}
         rows = {card: {(row["version"], json.dumps(row["n"])): row for row in r["rows"]} for card, r in runs.items()}
         keys = _merged_keys([list(rows[card]) for card in CARDS if card in rows])
         sizes = {size for _, size in keys}
