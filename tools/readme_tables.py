@@ -38,6 +38,8 @@ def _cell(r: dict, row: dict | None) -> str:
     if row is None:
         return "—"
     wall = " (wall)" if row.get("clock") == "wall" else ""  # course.bench: the call waits on the GPU
+    # Versions whose kernel changed after this run (a JSON's "stale": {version: what changed}): the row
+    # stays, labelled, until the next `make bench` rewrites the file without the key.
     stale = " (earlier kernel)" if row["version"] in r.get("stale", {}) else ""
     peak = _PEAK_SHORT.get(r["peak_name"], r["peak_name"])
     return f"{row['ms'] * 1e3:,.1f} µs{wall}, {row['pct_peak']:.0f} % {peak}{stale}"
