@@ -46,6 +46,10 @@ v6 pipelined  v5's tile and stores on a persistent grid: as many blocks as the G
               a step for it. A block waiting on its look-back thus still has a tile's loads in flight.
               Measured slower than v5 on the H100 and the H200 (lesson 31): two tiles' registers leave
               3 blocks an SM where v5 keeps 9, and those blocks hide each other's look-backs better.
+direct_on_device  v5's launches behind CUB's interface (cub::DeviceSelect::If): the whole n-long buffer
+              and the kept count in a (1,) device array, nothing read back. Not a graded version (its
+              result is not an array of the kept elements: BENCH_VERSIONS), timed by `make bench`
+              beside v5's whole call: the difference is what sizing the result on the host costs.
 
 Napkin math at 2^27 float32, half kept: the minimum is 4n bytes read and 4 bytes a kept element
 written, 537 MB + 268 MB = 805 MB, ~0.19 ms at the H200's ~4.2 TB/s copy rate; n compares. v2 reads x
