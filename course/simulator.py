@@ -1560,17 +1560,20 @@ def vector_access(array, index, count: int, values=None):
     j0 = int(index[-1])
     recorded = isinstance(array, (_KernelArray, _SharedArray))  # local memory is not counted
     log = _recorder.log if _recorder is not None and recorded else None
-    mark = len(log) if log is not None else 0
+    if values is not None and len(values) != count:
+        raise TypeError(f"a wide store of {count} elements was given {len(values)} values")
+    # While recording, the elements go through the class's own accessors (the race checks, no log
+    # entry each) and the access is logged once, whole. Not by logging each element and cutting them
+    # from the log afterwards: when the watchdog lets a second thread run (a slow machine), that thread's
+    # entries land in between and would be cut too.
+    get, put = type(array)._plain if log is not None else (type(array).__getitem__, type(array).__setitem__)
     if values is None:
-        out = tuple(array[head + (j0 + j,)] for j in range(count))
+        out = tuple(get(array, head + (j0 + j,)) for j in range(count))
     else:
-        if len(values) != count:
-            raise TypeError(f"a wide store of {count} elements was given {len(values)} values")
         for j in range(count):
-            array[head + (j0 + j,)] = values[j]
+            put(array, head + (j0 + j,), values[j])
         out = None
     if log is not None:
-        del log[mark:]
         f = sys._getframe(2)  # the kernel, past course.wide's function
         log.append((t.tid, f.f_code, f.f_lineno, array, index, LOAD if values is None else STORE, width))
     return out

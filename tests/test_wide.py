@@ -60,6 +60,40 @@ def test_a_warp_of_wide_loads_is_one_request_of_sixteen_sectors():
     assert (k.shared_requests, k.shared_wavefronts) == (4, 16)
 
 
+def test_a_wide_access_keeps_what_other_threads_logged_meanwhile():
+    """On a slow machine the simulator's watchdog lets a second thread run beside the first: its log
+    entries may land while a wide access moves its four elements. The wide access is logged once and
+    leaves them be (it once logged each element and cut everything after them, another thread's
+    entries too: day 66's traffic test counted 284 store sectors instead of 280 in one CI run)."""
+    a = np.arange(128, dtype=np.float32)
+    foreign = (10_000, "another thread's entry")
+    cls = simulator._KernelArray1D
+    with traffic.record() as rec:
+        (get, put), recording_get = cls._plain, cls.__getitem__
+        injected = []
+
+        def beside_another_thread(element_get):
+            def get_element(arr, i):
+                if not injected:  # as the other thread would, between two of the four elements
+                    rec.log.append(foreign)
+                    injected.append(i)
+                return element_get(arr, i)
+            return get_element
+
+        # whichever way the wide load reads its elements (the plain or the recording accessor)
+        cls._plain, cls.__getitem__ = (beside_another_thread(get), put), beside_another_thread(recording_get)
+        try:
+            offset_copy[1, 32](a, out := np.zeros(128, np.float32), 0)
+        finally:
+            cls._plain, cls.__getitem__ = (get, put), recording_get
+        assert injected, "the wide load read no element"
+        assert foreign in rec.log, "a wide access cut another thread's log entry"
+        rec.log.remove(foreign)
+        (k,) = rec.kernels
+    np.testing.assert_array_equal(out, a)
+    assert (k.global_load_requests, k.global_load_sectors) == (1, 16)
+
+
 def test_an_address_that_is_not_a_multiple_of_16_bytes_is_named():
     a = np.arange(132, dtype=np.float32)
     with pytest.raises(simulator.MisalignedAccess, match=r"reads 16 bytes of .* at index \[1\]"):
