@@ -18,11 +18,12 @@ v2 warp_rows  a row per warp held in registers (day 57's layout), rows of up to 
               shuffles, every lane ending with the same bits: no shared memory, no barrier. The output
               is written from the registers: ONE read of x and one write, the minimum.
 v3 optimized  the dispatch by cols: warp_rows up to SPLIT_FROM = 1024 floats; from 1028 to 4096 on the
-              16-byte grid the split kernel: SPLIT_WARPS = 8 warps a row (16 floats a thread instead of
+              16-byte grid the split kernel: SPLIT_WARPS = 4 warps a row (32 floats a thread instead of
               128 a lane), SPLIT_ROWS = 1 row a block, each warp's triple from the butterfly to a shared
               slot, one barrier a trip (slots double-buffered by parity), every thread merging its row's
-              slots in the same order, and the loads of the block's next row issued before this row's
-              stores (two rows' worth of registers a thread); one read and one write, as warp_rows;
+              slots in the same order; one read and one write, as warp_rows. SPLIT_PREFETCH = True issues
+              the loads of the block's next row before this row's stores (two rows' worth of registers a
+              thread, best at 8 warps a row): 2 % faster on the H100, 9 % slower on the H200, so off;
               beyond, the block's Welford
               kernel: ONE read pass for the statistics: each thread keeps Welford's running (count, mean, M2) over
               its part of the row, eight floats a trip as two 16-byte loads where the rows are 16-byte
@@ -61,10 +62,11 @@ The split kernel (optimized at 4096): the register file bounds the rows an SM ho
 16 KB row is 16 KB of registers), but 4 warps a row at 79 registers (launch bound 768 threads an SM) gave
 3 blocks, 6 rows and 24 warps an SM (6 a scheduler, against warp_rows' 2), each with a quarter of the
 serial work a row; 96 KB of loads issued at once an SM, 3x what Little's law asks, but only while a block
-loads: through its merge, barrier and stores it had none in flight. Now 8 warps a row hold 16 floats a
-thread of this row and 16 of the next (80 registers, 3 blocks an SM), and the next row's loads go out
-right after the barrier, so every block has a row's loads in flight through its whole trip. At 90 % of
-copy the shape takes 142 us (128 us at the copy rate).
+loads: through its merge, barrier and stores it had none in flight. With SPLIT_PREFETCH 8 warps a row
+hold 16 floats a thread of this row and 16 of the next (80 registers, 3 blocks an SM), and the next row's
+loads go out right after the barrier, so every block has a row's loads in flight through its whole trip:
+faster on the H100, slower on the H200 (lesson 58), so off by default. At 90 % of copy the shape takes
+142 us on the H200 (128 us at the copy rate).
 Target: the best version >= 90 % of the copy rate (on its 8 bytes an element) and faster than torch's
 layer_norm (70 % of copy at 16384 x 4096 in the guide's measurement). Measured on the H200 (device copy
 4216 GB/s in the same run; optimized = warp_rows at both shapes):
@@ -151,15 +153,17 @@ WARP_GROUPS = (1, 2, 4, 8, 16, 32)  # 16-byte groups a lane holds
 RAGGED_COLS = 512
 ROW_WARPS = 4
 # optimized gives rows on the 16-byte grid longer than SPLIT_FROM floats (up to WARP_COLS) to the split
-# kernel: SPLIT_WARPS warps a row (8: 16 floats a thread at 4096, two rows' worth with the prefetch),
-# SPLIT_ROWS rows a block (1: 256 threads). Without the prefetch 4 warps and 2 rows measured best.
+# kernel: SPLIT_WARPS warps a row (4: 32 floats a thread at 4096), SPLIT_ROWS rows a block (1: 128
+# threads). SPLIT_PREFETCH: the next row's loads issued before this row's stores, best at SPLIT_WARPS = 8
+# (16 floats a thread of each of two rows): on an H100 2 % faster than the form without it (93.6 against
+# 91.6 % of copy), on the H200 9 % slower (79.9 against 87.3 %, lesson 58): off, the form that holds on both.
 SPLIT_FROM = 1024
-SPLIT_WARPS = 8
+SPLIT_WARPS = 4
 SPLIT_ROWS = 1
-SPLIT_PREFETCH = True  # the next row's loads issued before this row's stores
-# Threads an SM the split kernel's register cap is set for: 512 caps a thread at 128 registers; the
-# prefetching kernel at 8 warps a row takes 80 (ptxas on an H100), so 3 blocks of 256 still fit. At 768 (a
-# cap of 85) ptxas spills 8 bytes a thread for the same time; 1024 would cap it at 64.
+SPLIT_PREFETCH = False
+# Threads an SM the split kernel's register cap is set for: 512 caps a thread at 128 registers (the kernel
+# takes ~92 at 4 warps a row, 80 prefetching at 8: ptxas on an H100). At 768 (a cap of 85) the prefetching
+# kernel spills 8 bytes a thread for the same time; 1024 would cap either at 64.
 SPLIT_SM_THREADS = 512
 ZERO = float32(0.0)
 ONE = float32(1.0)
