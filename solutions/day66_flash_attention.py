@@ -77,7 +77,7 @@ LARGE_SIZES = ((1, 2, 1, 9, 45, 64, False, "large"), (1, 2, 2, 34, 34, 32, True,
 BENCH_SIZES = ((8, 32, 32, 4096, 4096, 128, False), (8, 32, 32, 4096, 4096, 128, True))
 BOUND = "compute"
 RTOL = ac.RTOL["float32"]
-ERROR_FLOOR = ac.ERROR_FLOOR
+ERROR_FLOOR = ac.ERROR_FLOOR["float32"]
 reference = ac.reference
 traffic = ac.traffic
 

@@ -88,7 +88,7 @@ SIM_VERSIONS = ("fragments",)  # tensor_cores is CUDA C (mma.sync): the simulato
 BOUND = "compute"
 PEAK_DTYPE = "float16"
 RTOL = attention_common.RTOL["float16"]  # float16 out (2^-11 of each output) and P rounded to fp16
-ERROR_FLOOR = attention_common.ERROR_FLOOR
+ERROR_FLOOR = attention_common.ERROR_FLOOR["float16"]
 # (batch, heads, kv_heads, seq_q, seq_k, dim, causal[, kind]): the unit's hard inputs, simulator-sized
 TEST_SIZES = (
     (1, 1, 1, 1, 1, 32, False),  # one query, one key
