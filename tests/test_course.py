@@ -72,6 +72,24 @@ class TestChecking:
             report = checking.compare(got, ref)
             assert not report.ok and f"at {i}:" in report.text
 
+    def test_margin_log_records_each_toleranced_check(self, tmp_path, monkeypatch):
+        log = tmp_path / "m.tsv"
+        monkeypatch.setenv(checking.MARGIN_LOG, str(log))
+        got = self.ref.copy()
+        got[4] *= np.float32(1 + 5e-5)
+        checking.compare(got, self.ref, name="half")
+        checking.compare(np.arange(3), np.arange(3))  # exact (integers): no tolerance, nothing logged
+        lines = log.read_text().splitlines()
+        assert len(lines) == 1
+        test, name, err, rtol = lines[0].split("\t")
+        assert "test_margin_log_records" in test and name == "half"
+        assert float(rtol) == checking.RTOL["float32"] and 0.4 < float(err) / float(rtol) < 0.6
+
+        monkeypatch.syspath_prepend(str(days.ROOT / "tools"))
+        import margins
+        worst = margins.load([log])
+        assert [(round(v[0], 1), v[1], v[2]) for v in worst.values()] == [(0.5, 1, "half")]
+
     def test_integers_compare_exactly(self):
         ref = np.arange(5, dtype=np.int32)
         got = ref.copy()
