@@ -5,8 +5,9 @@
     python tools/margins.py out/margins.tsv [--top 30] [--over 0.5]
 
 course.checking appends one line per toleranced comparison (test, output name, max relative error,
-tolerance). This prints, per test, the largest share of its tolerance any run used and how many runs
-it saw; a test near 1 fails in some run of CI's fresh seeds.
+tolerance). This prints, per test, the largest share of its tolerance any comparison used and how many
+comparisons it logged (a test may compare several outputs a run); a test near 1 fails in some run of
+CI's fresh seeds.
 """
 
 from __future__ import annotations
